@@ -1,0 +1,149 @@
+"""GNN benchmark: training throughput and peak memory on a pruned vs an unpruned large layout graph, and the time to
+rank 1000 configurations of a test graph, measured side by side in one run.
+
+    .venv/bin/python -m benchmarks.bench_gnn [--nodes 24000] [--configs 16] [--threads 2] [gnn overrides...]
+
+The graph is generated here (a layered DAG shaped like a large XLA graph: every node consumes one or two recent
+nodes, a few percent are configurable) so the benchmark needs no dataset; `pipeline.subgraph.khop_subgraph` prunes
+it exactly as stage `prune` does (`prune.hops` from conf). Each case runs in a fresh forked process so that its
+peak RSS is its own. Writes benchmarks/results/gnn.md.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pipeline.config import compose, split_overrides
+from pipeline.gnn.data import config_batch, graph_tensors, runtimes, sample_configs
+from pipeline.gnn.infer import predict_graph
+from pipeline.gnn.losses import ranking_loss
+from pipeline.gnn.model import ModelSpec, build_model
+from pipeline.pruned import PrunedGraph
+from pipeline.subgraph import khop_subgraph
+
+RESULTS = Path(__file__).parent / "results" / "gnn.md"
+FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)
+CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
+
+
+def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
+    """A whole (unpruned) synthetic layout graph with random layouts and runtimes."""
+    rng = np.random.default_rng(seed)
+    consumers = np.arange(1, n_nodes)
+    producers = consumers - 1 - np.minimum(rng.geometric(0.3, n_nodes - 1) - 1, consumers - 1)
+    extra = rng.random(n_nodes - 1) < 0.4                                   # a second operand for 40% of nodes
+    second = consumers[extra] - 1 - np.minimum(rng.geometric(0.05, extra.sum()), consumers[extra] - 1)
+    edges = np.concatenate([np.stack([consumers, producers], 1), np.stack([consumers[extra], second], 1)])
+    ids = np.sort(rng.choice(n_nodes, int(n_nodes * CONFIGURABLE_SHARE), replace=False))
+    feat = rng.integers(-1, 6, size=(n_configs, len(ids), 18)).astype(np.int8)  # [configs, config nodes, 18]
+    return PrunedGraph(graph_id="bench", split="train", node_feat=rng.normal(size=(n_nodes, FEATURES)).astype(np.float32),
+                       node_feat_raw=np.zeros((0, 140), np.float32),
+                       node_opcode=rng.integers(0, 121, n_nodes), edge_index=edges.astype(np.int64),
+                       node_ids=np.arange(n_nodes), config_runtime=rng.random(n_configs) + 1.0,
+                       config_count=np.ones(n_configs, np.int64), config_inverse=np.arange(n_configs),
+                       node_config_ids=ids, node_config_feat=feat)
+
+
+def prune(graph: PrunedGraph, hops: int) -> PrunedGraph:
+    sub = khop_subgraph(graph.n_nodes, graph.edge_index, graph.node_config_ids, hops)
+    return PrunedGraph(**{**graph.__dict__, "node_feat": graph.node_feat[sub.node_ids],
+                          "node_opcode": graph.node_opcode[sub.node_ids], "edge_index": sub.edge_index,
+                          "node_ids": sub.node_ids, "node_config_ids": sub.node_config_ids})
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _train_case(args: tuple) -> dict:
+    graph, gnn, configs, steps, threads = args
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    rng, g = np.random.default_rng(0), graph_tensors(graph)
+    base = _peak_rss_mb()
+    times = []
+    for step in range(steps + 1):                       # step 0 is warm-up
+        rows = sample_configs(graph, configs, rng)
+        tic = time.perf_counter()
+        opt.zero_grad()
+        loss = ranking_loss(str(gnn.loss), model(g, config_batch("layout", graph, rows)), runtimes(graph, rows),
+                            float(gnn.margin))
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - tic)
+    seconds = float(np.median(times[1:]))
+    return {"nodes": graph.n_nodes, "edges": len(graph.edge_index), "step_s": seconds,
+            "configs_per_s": configs / seconds, "peak_mb": _peak_rss_mb() - base}
+
+
+def _infer_case(args: tuple) -> dict:
+    graph, gnn, threads = args
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn)).eval()
+    tic = time.perf_counter()
+    scores = predict_graph(model, "layout", graph, int(gnn.infer_batch), int(gnn.tta), np.random.default_rng(0),
+                           torch.device("cpu"))
+    return {"seconds": time.perf_counter() - tic, "configs": len(scores)}
+
+
+def run_isolated(fn, args):
+    """Run fn(args) in a fresh forked process (its own peak RSS)."""
+    with mp.get_context("fork").Pool(1) as pool:
+        return pool.apply(fn, (args,))
+
+
+def main(argv=None) -> None:
+    overrides, rest = split_overrides(list(argv) if argv is not None else os.sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=24000)
+    parser.add_argument("--configs", type=int, default=16, help="configs sampled per training step")
+    parser.add_argument("--steps", type=int, default=3, help="timed training steps per case (after 1 warm-up)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(rest)
+    cfg = compose(overrides)
+    gnn, hops = cfg.gnn, cfg.prune.hops
+    whole = make_graph(args.nodes, 1000, seed=0)
+    pruned = prune(whole, int(hops))
+    rows = {}
+    for name, graph in (("pruned", pruned), ("unpruned", whole)):
+        rows[name] = run_isolated(_train_case, (graph, gnn, args.configs, args.steps, args.threads))
+        print(name, rows[name], flush=True)
+    infer = run_isolated(_infer_case, (pruned, gnn, args.threads))
+    print("inference", infer, flush=True)
+    p, u = rows["pruned"], rows["unpruned"]
+    lines = [
+        f"GNN benchmark (`benchmarks/bench_gnn.py`): generated layout graph of {whole.n_nodes} nodes / "
+        f"{len(whole.edge_index)} edges, {len(whole.node_config_ids)} configurable nodes, pruned with "
+        f"prune.hops={hops}; model gnn.hidden={gnn.hidden}, gnn.layers={gnn.layers}, "
+        f"cross_attention={gnn.cross_attention}; {args.configs} configs per training step; CPU, "
+        f"{args.threads} threads; median of {args.steps} steps after a warm-up; peak = RSS growth of a fresh process.",
+        "",
+        "| graph | nodes | edges | step (s) | configs x graphs / s | peak memory (MB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in rows.items():
+        lines.append(f"| {name} | {r['nodes']} | {r['edges']} | {r['step_s']:.3f} | {r['configs_per_s']:.1f} | "
+                     f"{r['peak_mb']:.0f} |")
+    lines.append(f"| pruned / unpruned | {p['nodes'] / u['nodes']:.3f} | {p['edges'] / u['edges']:.3f} | "
+                 f"{p['step_s'] / u['step_s']:.3f} | {p['configs_per_s'] / u['configs_per_s']:.1f}x | "
+                 f"{p['peak_mb'] / max(u['peak_mb'], 1e-9):.3f} |")
+    lines += ["", f"Inference: ranking all {infer['configs']} configs of the pruned graph with gnn.tta={gnn.tta}, "
+              f"gnn.infer_batch={gnn.infer_batch}: {infer['seconds']:.2f} s "
+              f"({infer['configs'] * int(gnn.tta) / infer['seconds']:.0f} config evaluations / s)."]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""tpugraphs-pipeline: learned cost models that rank XLA compiler configurations (TpuGraphs)."""

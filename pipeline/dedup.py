@@ -1,0 +1,151 @@
+"""Streamed de-duplication of configuration rows, and aggregation of their runtimes.
+
+Rows arrive in chunks `(start, rows)` in file order (e.g. `Graph.iter_node_config_feat(chunk_size)`).
+Within a chunk identical rows are found exactly with `np.unique` on a void view; across chunks each distinct
+row is remembered by a 128-bit BLAKE2b digest of its bytes, so memory is O(chunk + distinct rows * 16 bytes),
+never O(configs * row size). Kept rows are the first occurrences, in original order: kept row k is the k-th
+distinct row met. `sink` receives each chunk's new distinct rows as they are found, so the kept rows can be
+written to disk in one pass (see `NpyStreamWriter`).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+DIGEST_BYTES = 16
+DEDUP_MODES = ("min", "mean")
+
+
+@dataclass(frozen=True)
+class Dedup:
+    """Which original rows collapse into which kept row."""
+
+    inverse: np.ndarray   # [configs] int64, kept row of each original row
+    first: np.ndarray     # [kept] int64, original index of each kept row (ascending)
+    count: np.ndarray     # [kept] int64, original rows merged into each kept row
+
+    @property
+    def n_kept(self) -> int:
+        return len(self.first)
+
+
+def identity_dedup(n_rows: int) -> Dedup:
+    """No de-duplication (test split): every row kept, in order."""
+    rows = np.arange(n_rows, dtype=np.int64)
+    return Dedup(inverse=rows, first=rows.copy(), count=np.ones(n_rows, dtype=np.int64))
+
+
+def dedup_chunks(chunks: Iterable[tuple[int, np.ndarray]], n_rows: int,
+                 sink: Callable[[np.ndarray], None] | None = None) -> Dedup:
+    """De-duplicate rows streamed in chunks.
+
+    Args:
+        chunks: `(start, rows)` in order, `rows` [chunk, ...] of one fixed shape and dtype; starts contiguous from 0.
+        n_rows: total rows across the chunks.
+        sink: called with `rows[new]` [new rows, ...] for each chunk that holds rows not seen before.
+
+    Returns:
+        Dedup over the n_rows rows.
+    """
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(n_rows, dtype=np.int64)
+    expected = 0
+    for start, rows in chunks:
+        if start != expected:
+            raise ValueError(f"dedup_chunks: chunk starts at row {start}, expected {expected}")
+        n = len(rows)
+        if expected + n > n_rows:
+            raise ValueError(f"dedup_chunks: chunks hold more than the announced {n_rows} rows")
+        flat = np.ascontiguousarray(rows).reshape(n, -1)   # [chunk, row bytes / itemsize]
+        width = flat.shape[1] * flat.dtype.itemsize
+        if width == 0:      # zero-width rows are all identical
+            unique_index, local_inverse = np.zeros(min(n, 1), dtype=np.int64), np.zeros(n, dtype=np.int64)
+        else:
+            void = flat.view(np.dtype((np.void, width))).ravel()   # [chunk], one opaque item per row
+            _, unique_index, local_inverse = np.unique(void, return_index=True, return_inverse=True)
+        order = np.argsort(unique_index, kind="stable")      # distinct rows by first position in the chunk
+        local_to_kept = np.empty(len(unique_index), dtype=np.int64)
+        new_positions = []
+        for u in order:
+            position = int(unique_index[u])
+            key = hashlib.blake2b(flat[position].tobytes(), digest_size=DIGEST_BYTES).digest()
+            kept = seen.get(key)
+            if kept is None:
+                kept = seen[key] = len(first)
+                first.append(start + position)
+                new_positions.append(position)
+            local_to_kept[u] = kept
+        inverse[start:start + n] = local_to_kept[np.asarray(local_inverse).reshape(-1)]
+        if sink is not None and new_positions:
+            sink(rows[np.asarray(new_positions)])
+        expected += n
+    if expected != n_rows:
+        raise ValueError(f"dedup_chunks: chunks held {expected} rows, expected {n_rows}")
+    first_array = np.asarray(first, dtype=np.int64)
+    return Dedup(inverse=inverse, first=first_array,
+                 count=np.bincount(inverse, minlength=len(first_array)).astype(np.int64))
+
+
+def aggregate(values: np.ndarray, dedup: Dedup, how: str) -> np.ndarray:
+    """float64 [kept]: `values` [configs] aggregated over each kept row's duplicates by `how` (min | mean)."""
+    values = np.asarray(values, dtype=np.float64)
+    if how == "min":
+        out = np.full(dedup.n_kept, np.inf)
+        np.minimum.at(out, dedup.inverse, values)
+        return out
+    if how == "mean":
+        return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
+    raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {how!r}")
+
+
+class NpyStreamWriter:
+    """Write a C-order `.npy` file row block by row block when the row count is only known at the end.
+
+    The header is written for `max_rows` (an upper bound) and rewritten, at the same length, with the rows actually
+    appended when the writer closes; the data offset stays put. Memory ~ one block. Use as a context manager;
+    on error the partial file is removed.
+    """
+
+    def __init__(self, path: str | Path, row_shape: tuple[int, ...], dtype, max_rows: int):
+        self.path = Path(path)
+        self.row_shape = tuple(int(d) for d in row_shape)
+        self.dtype = np.dtype(dtype)
+        self.rows = 0
+        self.max_rows = int(max_rows)
+        self._header_len = len(self._header(self.max_rows))
+        self._file = open(self.path, "wb")
+        self._file.write(self._header(self.max_rows))
+
+    def _header(self, rows: int, length: int | None = None) -> bytes:
+        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                     "shape": (rows, *self.row_shape)})
+        prefix = np.lib.format.MAGIC_PREFIX + bytes([1, 0])
+        # magic + version + uint16 header length + header text padded with spaces, ending in '\n'
+        total = length or -(-(len(prefix) + 2 + len(text) + 1) // 64) * 64
+        body = text.encode("latin1").ljust(total - len(prefix) - 2 - 1) + b"\n"
+        return prefix + len(body).to_bytes(2, "little") + body
+
+    def write(self, block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        if block.shape[1:] != self.row_shape:
+            raise ValueError(f"{self.path}: block rows of shape {block.shape[1:]}, expected {self.row_shape}")
+        if self.rows + len(block) > self.max_rows:
+            raise ValueError(f"{self.path}: more than the announced {self.max_rows} rows")
+        self._file.write(block.tobytes())
+        self.rows += len(block)
+
+    def __enter__(self) -> "NpyStreamWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._file.seek(0)
+            self._file.write(self._header(self.rows, self._header_len))
+        self._file.close()
+        if exc_type is not None:
+            self.path.unlink(missing_ok=True)

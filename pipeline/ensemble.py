@@ -1,0 +1,97 @@
+"""Stage `ensemble`: combine model predictions per collection with weights chosen on the validation split.
+
+Scores are first normalised within each graph (`minmax`, the 14th place's choice, or `rank`), so members on
+different scales mix fairly; then a weight grid over the simplex (step `ensemble.grid_step`, every single member
+included) is scored on valid and the best weights are applied to test. Test truth is never looked at.
+Because every single member is on the grid and normalisation is monotonic within a graph, the ensemble's
+validation score is at least the best member's.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from typing import Mapping, Sequence
+
+import numpy as np
+from omegaconf import DictConfig
+from scipy.stats import rankdata
+
+from pipeline import metrics
+from pipeline.config import stage_args
+from pipeline.evaluate import evaluate_and_write, load_truth
+from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
+from pipeline.tpugraphs import Collection
+
+SPLITS = ("valid", "test")
+
+
+def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
+    """Rescale one graph's scores to [0, 1] keeping their order: `minmax` or `rank` (ties share a rank)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if method == "rank":
+        scores = rankdata(scores, method="average")
+    elif method != "minmax":
+        raise ValueError(f"ensemble.normalize={method!r}; expected 'minmax' or 'rank'")
+    span = scores.max() - scores.min()
+    return (scores - scores.min()) / span if span > 0 else np.zeros_like(scores)
+
+
+def weight_grid(n_members: int, step: float) -> np.ndarray:
+    """All weight vectors on the simplex with the given step: [candidates, members], each row sums to 1."""
+    ticks = int(round(1 / step))
+    rows = [c for c in itertools.product(range(ticks + 1), repeat=n_members) if sum(c) == ticks]
+    return np.array(rows, dtype=np.float64) / ticks
+
+
+def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> Predictions:
+    """Weighted sum of the members' per-graph normalised scores."""
+    blended = Predictions()
+    for graph_id in members[0]:
+        blended[graph_id] = sum(w * normalize_scores(m[graph_id], method) for w, m in zip(weights, members))
+    return blended
+
+
+def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
+                   step: float, method: str) -> tuple[np.ndarray, float]:
+    """The grid weights with the best mean validation score (first best on ties); returns (weights, score)."""
+    best_weights, best_score = None, -np.inf
+    for weights in weight_grid(len(members), step):
+        score = metrics.score_predictions(kind, blend(members, weights, method), truth)["score"]
+        if score > best_score + 1e-12:
+            best_weights, best_score = weights, score
+    return best_weights, best_score
+
+
+def run(cfg: DictConfig, collection: Collection) -> dict:
+    """Blend the configured members, write ensemble predictions and metrics with the chosen weights."""
+    from pipeline import tracking
+
+    started = time.perf_counter()
+    names = list(cfg.ensemble.members)
+    preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
+                     for m in names] for split in SPLITS}
+    truth = load_truth(cfg, collection, "valid")
+    member_scores = {m: metrics.score_predictions(collection.kind, p, truth)["score"]
+                     for m, p in zip(names, preds["valid"])}
+    weights, _ = choose_weights(collection.kind, preds["valid"], truth, cfg.ensemble.grid_step, cfg.ensemble.normalize)
+    blended = {split: blend(preds[split], weights, cfg.ensemble.normalize) for split in SPLITS}
+    for split, split_preds in blended.items():
+        save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, "ensemble", collection.slug, split))
+    extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores,
+             "seconds": round(time.perf_counter() - started, 3)}
+    result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra)
+    with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
+        wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores,
+                                  **{f"{s}/score": result[s]["score"] for s in SPLITS if s in result}})
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args, cfg = stage_args(__doc__.splitlines()[0], argv)
+    result = run(cfg, Collection.parse(args.collection))
+    print({k: v for k, v in result.items() if k != "per_graph"})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,214 @@
+"""Per-configuration features of a layout graph, vectorised over configurations.
+
+A layout configuration gives every configurable node three minor-to-major blocks of `node_config_feat`
+(output_layout 0-5, input_layout 6-11, kernel_layout 12-17; -1 padded; an all -1 block = compiler default).
+`layout_features(context, node_config_feat)` turns a chunk `[configs, NC, 18]` into `[configs, F]` with numpy
+operations over the whole chunk (no Python loop per configuration). Feature groups:
+
+- `layout_default`: compiler-default blocks per tensor (output/input/kernel) and default output blocks per node kind;
+- `layout_perm`: how many nodes of each kind (conv/dot/reshape/other) use each minor-to-major permutation, per
+  tensor and rank (ranks 1..`max_perm_rank`; larger ranks counted together);
+- `layout_disagree`: copies the compiler must insert: edges between two configurable nodes whose producer
+  output_layout differs from the consumer input_layout (both chosen; one default; under the effective layouts
+  where a default block means the node's HLO layout), configurable consumers whose chosen input_layout differs
+  from the HLO layout of a fixed producer, and nodes whose chosen output_layout differs from their HLO layout;
+- `layout_minor`: sizes of the two most-minor output dimensions under the effective layout and the padding
+  waste of TPU (8, 128) tiles: sum of log2 sizes, counts of aligned/small dims, padded/raw element ratio.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.pruned import PrunedGraph
+
+LAYOUT_DIMS = 6                      # kLayoutMaxDims: slots per minor-to-major block
+TENSORS = ("output", "input", "kernel")
+KIND_OPCODES = {"conv": 26, "dot": 34, "reshape": 75}   # HLO opcode ids (tpugraphs-format.md §2c)
+KINDS = (*KIND_OPCODES, "other")
+SHAPE_DIMS = slice(21, 27)           # node_feat columns shape_dimensions_0..5
+HLO_LAYOUT = slice(134, 140)         # node_feat columns layout_minor_to_major_0..5
+TPU_MINOR, TPU_SECOND_MINOR = 128, 8  # TPU vector tile: the minor dim pads to 128, the second-minor to 8
+LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor")
+_DIGITS = (7 ** np.arange(LAYOUT_DIMS)).astype(np.int32)  # base-7 code of a block after +1 (values -1..5)
+
+
+@dataclass(frozen=True)
+class LayoutContext:
+    """What the configuration features need from one graph, computed once per graph."""
+
+    kind: np.ndarray          # [NC] index into KINDS
+    shape: np.ndarray         # [NC, 6] float64 output dimension sizes, -1 past the rank
+    hlo_layout: np.ndarray    # [NC, 6] int8 effective layout used for default blocks (HLO layout or XLA default)
+    edge_pairs: np.ndarray    # [P, 2] (consumer k, producer k), both configurable (k indexes node_config_ids)
+    fixed_consumer: np.ndarray  # [Q] configurable consumer k with a non-configurable producer
+    fixed_layout: np.ndarray  # [Q, 6] int8 HLO layout of that producer
+    hlo_code: np.ndarray      # [NC] int32 block code of hlo_layout
+    fixed_code: np.ndarray    # [Q] int32 block code of fixed_layout
+    minor_table: np.ndarray   # [NC, 7, 7, 6] float64 statistics per (most-minor, second-minor) dim, see _minor_table
+
+
+def _valid_layout(layout: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """[N] True where layout[i] is a permutation of 0..rank-1 followed by -1 padding."""
+    slots = np.arange(LAYOUT_DIMS)
+    inside = slots[None, :] < rank[:, None]                                   # [N, 6]
+    pad_ok = np.all(np.where(inside, True, layout == -1), axis=1)
+    values = np.where(inside, layout, -1)
+    counts = np.stack([(values == d).sum(1) for d in range(LAYOUT_DIMS)], 1)  # [N, 6]
+    perm_ok = np.all(np.where(inside, counts == 1, counts == 0), axis=1)
+    return pad_ok & perm_ok
+
+
+def layout_context(graph: PrunedGraph) -> LayoutContext:
+    """Precompute node kinds, shapes, HLO layouts and the configurable edges of one layout graph."""
+    if graph.node_config_ids is None:
+        raise ValueError(f"graph {graph.graph_id!r}: node_config_ids missing; layout features need a layout graph")
+    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    raw = np.asarray(graph.node_feat_raw)
+    opcode = np.asarray(graph.node_opcode)[ids]
+    kind = np.full(len(ids), len(KINDS) - 1, dtype=np.int64)
+    for k, code in enumerate(KIND_OPCODES.values()):
+        kind[opcode == code] = k
+    all_shape = raw[:, SHAPE_DIMS].astype(np.float64)                        # [N, 6]
+    all_rank = (all_shape >= 0).sum(1)
+    all_layout = np.rint(raw[:, HLO_LAYOUT]).astype(np.int64)                # [N, 6]
+    xla_default = np.where(np.arange(LAYOUT_DIMS)[None, :] < all_rank[:, None],
+                           all_rank[:, None] - 1 - np.arange(LAYOUT_DIMS)[None, :], -1)
+    all_layout = np.where(_valid_layout(all_layout, all_rank)[:, None], all_layout, xla_default).astype(np.int8)
+
+    position = np.full(len(raw), -1, dtype=np.int64)                          # node id -> k, -1 if fixed
+    position[ids] = np.arange(len(ids))
+    edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)       # [E, 2] (consumer, producer)
+    consumer_k, producer_k = position[edges[:, 0]], position[edges[:, 1]]
+    both = (consumer_k >= 0) & (producer_k >= 0)
+    fixed = (consumer_k >= 0) & (producer_k < 0)
+    fixed_layout = all_layout[edges[fixed, 1]]
+    return LayoutContext(kind=kind, shape=all_shape[ids], hlo_layout=all_layout[ids],
+                         edge_pairs=np.stack([consumer_k[both], producer_k[both]], 1),
+                         fixed_consumer=consumer_k[fixed], fixed_layout=fixed_layout,
+                         hlo_code=block_codes(all_layout[ids]), fixed_code=block_codes(fixed_layout),
+                         minor_table=_minor_table(all_shape[ids]))
+
+
+@functools.lru_cache(maxsize=8)
+def _perm_table(max_perm_rank: int) -> tuple[np.ndarray, list[str]]:
+    """Lookup base-7 block code -> permutation column (-1: default block or rank > max_perm_rank)."""
+    table = np.full(7 ** LAYOUT_DIMS, -1, dtype=np.int64)
+    names = []
+    for rank in range(1, max_perm_rank + 1):
+        for perm in itertools.permutations(range(rank)):
+            block = np.array(list(perm) + [-1] * (LAYOUT_DIMS - rank))
+            table[int(((block + 1) * _DIGITS).sum())] = len(names)
+            names.append("".join(map(str, perm)))
+    return table, names + ["rank_gt"]
+
+
+def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
+    """Column names of `layout_features` for the enabled groups, in order."""
+    names = []
+    if "layout_default" in groups:
+        names += [f"default_{t}" for t in TENSORS] + [f"default_output_{k}" for k in KINDS]
+    if "layout_perm" in groups:
+        _, perms = _perm_table(max_perm_rank)
+        names += [f"perm_{t}_{k}_{p}" for t in TENSORS for k in KINDS for p in perms]
+    if "layout_disagree" in groups:
+        names += ["disagree_edges", "disagree_edges_one_default", "disagree_edges_effective",
+                  "disagree_fixed_producer", "disagree_own_hlo_layout"]
+    if "layout_minor" in groups:
+        names += ["minor0_log2_sum", "minor1_log2_sum", "minor0_aligned128", "minor1_aligned8",
+                  "minor0_small", "pad_ratio", "pad_waste_log2"]
+    return names
+
+
+def block_codes(blocks: np.ndarray) -> np.ndarray:
+    """int32 [...] base-7 code of each layout block [..., 6] (values -1..5); -1 blocks (default) code 0."""
+    code = np.zeros(blocks.shape[:-1], dtype=np.int32)
+    for slot in range(LAYOUT_DIMS):
+        code += (blocks[..., slot].astype(np.int32) + 1) * int(_DIGITS[slot])
+    return code
+
+
+def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: set[str],
+                    max_perm_rank: int) -> np.ndarray:
+    """Features of a chunk of configurations.
+
+    Args:
+        ctx: `layout_context` of the graph.
+        node_config_feat: int8 [configs, NC, 18] rows of the graph's node_config_feat.
+        groups: enabled feature groups (names in LAYOUT_GROUPS; others are ignored).
+        max_perm_rank: largest rank whose permutations get their own `layout_perm` column.
+
+    Returns:
+        float32 [configs, len(layout_feature_names(groups, max_perm_rank))].
+    """
+    feat = np.asarray(node_config_feat, dtype=np.int8)
+    n_configs, n_nodes = feat.shape[:2]
+    blocks = feat.reshape(n_configs, n_nodes, len(TENSORS), LAYOUT_DIMS)      # [configs, NC, 3, 6]
+    code = block_codes(blocks)                                                # [configs, NC, 3]
+    is_default = code == 0
+    out, inp = code[:, :, 0], code[:, :, 1]                                   # [configs, NC]
+    columns = []
+    if "layout_default" in groups:
+        weights = np.zeros((n_nodes, len(TENSORS), len(TENSORS) + len(KINDS)), dtype=np.float32)
+        weights[:, np.arange(len(TENSORS)), np.arange(len(TENSORS))] = 1.0    # default blocks per tensor
+        weights[np.arange(n_nodes), 0, len(TENSORS) + ctx.kind] = 1.0         # default outputs per node kind
+        flat = is_default.astype(np.float32).reshape(n_configs, -1)          # [configs, NC * 3]
+        columns.append(flat @ weights.reshape(n_nodes * len(TENSORS), -1))    # [configs, 3 + kinds]
+    if "layout_perm" in groups:
+        table, perms = _perm_table(max_perm_rank)
+        col = table[code]                                                     # [configs, NC, 3]
+        col = np.where((col < 0) & ~is_default, len(perms) - 1, col)          # rank > max_perm_rank
+        tensor = np.arange(len(TENSORS))[None, None, :]
+        n_cols = len(TENSORS) * len(KINDS) * len(perms)
+        flat = (tensor * len(KINDS) + ctx.kind[None, :, None]) * len(perms) + col \
+            + np.arange(n_configs)[:, None, None] * n_cols
+        counts = np.bincount(flat[col >= 0], minlength=n_configs * n_cols)
+        columns.append(counts.reshape(n_configs, n_cols))                     # [configs, 3 * kinds * perms]
+    effective = np.where(is_default[:, :, 0], ctx.hlo_code[None], out)        # [configs, NC]
+    if "layout_disagree" in groups:
+        c, p = ctx.edge_pairs[:, 0], ctx.edge_pairs[:, 1]
+        consumer_default, producer_default = is_default[:, c, 1], is_default[:, p, 0]   # [configs, P]
+        consumer_in = np.where(consumer_default, ctx.hlo_code[None, p], inp[:, c])
+        q = ctx.fixed_consumer
+        columns.append(np.stack([
+            (~consumer_default & ~producer_default & (out[:, p] != inp[:, c])).sum(1),
+            (consumer_default ^ producer_default).sum(1),
+            (effective[:, p] != consumer_in).sum(1),
+            (~is_default[:, q, 1] & (inp[:, q] != ctx.fixed_code[None])).sum(1),
+            (~is_default[:, :, 0] & (out != ctx.hlo_code[None])).sum(1),
+        ], 1))
+    if "layout_minor" in groups:
+        columns.append(_minor_features(ctx, blocks, is_default[:, :, 0]))
+    if not columns:
+        return np.zeros((n_configs, 0), dtype=np.float32)
+    return np.concatenate(columns, axis=1).astype(np.float32)
+
+
+def _minor_table(shape: np.ndarray) -> np.ndarray:
+    """float64 [NC, 7, 7, 6]: minor-dim statistics of each node for (most-minor dim + 1, second-minor dim + 1).
+
+    Statistics: log2 minor0, log2 minor1, minor0 % 128 == 0, minor1 % 8 == 0, minor0 < 128, padded elements
+    (minor0 padded to 128 and minor1 to 8). Dim -1 (rank 0 or 1) has size 1.
+    """
+    sizes = np.concatenate([np.ones((len(shape), 1)), np.where(shape > 0, shape, 1.0)], axis=1)  # [NC, 7]
+    minor0, minor1 = sizes[:, :, None], sizes[:, None, :]                     # [NC, 7, 1], [NC, 1, 7]
+    elements = sizes.prod(1)[:, None, None]
+    padded_minor = np.ceil(minor0 / TPU_MINOR) * TPU_MINOR * np.ceil(minor1 / TPU_SECOND_MINOR) * TPU_SECOND_MINOR
+    stats = [np.log2(minor0), np.log2(minor1), minor0 % TPU_MINOR == 0, minor1 % TPU_SECOND_MINOR == 0,
+             minor0 < TPU_MINOR, elements / (minor0 * minor1) * padded_minor]
+    return np.stack(np.broadcast_arrays(*stats), axis=-1).astype(np.float64)
+
+
+def _minor_features(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray) -> np.ndarray:
+    """[configs, 7] minor-dimension sizes and (8, 128) padding waste under the effective output layouts."""
+    n_configs, n_nodes = blocks.shape[:2]
+    slot0 = np.where(out_default, ctx.hlo_layout[None, :, 0], blocks[:, :, 0, 0]).astype(np.int64)  # [configs, NC]
+    slot1 = np.where(out_default, ctx.hlo_layout[None, :, 1], blocks[:, :, 0, 1]).astype(np.int64)
+    index = (np.arange(n_nodes)[None, :] * 7 + slot0 + 1) * 7 + slot1 + 1
+    stats = ctx.minor_table.reshape(-1, ctx.minor_table.shape[-1])[index].sum(1)  # [configs, 6]
+    elements = np.where(ctx.shape > 0, ctx.shape, 1.0).prod(1).sum()
+    return np.column_stack([stats[:, :5], stats[:, 5] / max(elements, 1.0),
+                            np.log2(1.0 + np.maximum(stats[:, 5] - elements, 0.0))])

@@ -1,0 +1,67 @@
+"""Input embeddings: nodes (opcode + normalised features), layout config values, tile config features.
+
+Layout configs enter early: every node gets its graph embedding plus a config part, which for configurable nodes
+embeds the 18 layout values (-1..5, so the -1 padding has its own vector) and for every other node is one learned
+"not configurable" marker. The result is `[configs, nodes, hidden]`, so many configs of a graph share one pass.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from pipeline.gnn.data import (LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, NODE_CONFIG_FEAT_DIM, NUM_OPCODES,
+                               TILE_CONFIG_FEAT_DIM)
+
+LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
+
+
+class NodeEncoder(nn.Module):
+    """Configuration-independent node embedding: [nodes] opcode + [nodes, features] -> [nodes, hidden]."""
+
+    def __init__(self, node_feat_dim: int, hidden: int, opcode_dim: int):
+        super().__init__()
+        self.opcode = nn.Embedding(NUM_OPCODES, opcode_dim)
+        self.proj = nn.Sequential(nn.Linear(node_feat_dim + opcode_dim, hidden), nn.GELU(),
+                                  nn.Linear(hidden, hidden))
+
+    def forward(self, node_feat: torch.Tensor, node_opcode: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([node_feat, self.opcode(node_opcode)], dim=-1)  # [nodes, features + opcode_dim]
+        return self.proj(x)                                            # [nodes, hidden]
+
+
+class LayoutConfigEncoder(nn.Module):
+    """Adds the per-config part to a node embedding.
+
+    forward(node_h [nodes, hidden], node_config_ids [configurable], configs [configs, configurable, 18] in 0..6)
+    -> [configs, nodes, hidden].
+    """
+
+    def __init__(self, hidden: int, value_dim: int):
+        super().__init__()
+        self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
+        # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
+        self.proj = nn.Sequential(nn.Linear(NODE_CONFIG_FEAT_DIM * value_dim, hidden), nn.GELU(),
+                                  nn.Linear(hidden, hidden))
+        self.not_configurable = nn.Parameter(torch.zeros(hidden))
+
+    def forward(self, node_h: torch.Tensor, node_config_ids: torch.Tensor, configs: torch.Tensor) -> torch.Tensor:
+        n_configs, n_cfg_nodes, _ = configs.shape
+        emb = self.value(configs)                                     # [configs, configurable, 18, value_dim]
+        emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
+        cfg_h = self.proj(emb)                                        # [configs, configurable, hidden]
+        base = node_h + self.not_configurable                         # [nodes, hidden]
+        x = base.unsqueeze(0).expand(n_configs, -1, -1)               # [configs, nodes, hidden]
+        # configurable nodes: replace the marker by their config embedding
+        delta = cfg_h - self.not_configurable                         # [configs, configurable, hidden]
+        return x.index_add(1, node_config_ids, delta.to(x.dtype))     # [configs, nodes, hidden]
+
+
+class TileConfigEncoder(nn.Module):
+    """Normalised tile config features [configs, 24] -> [configs, hidden]."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.proj = nn.Sequential(nn.Linear(TILE_CONFIG_FEAT_DIM, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+
+    def forward(self, config_feat: torch.Tensor) -> torch.Tensor:
+        return self.proj(config_feat)  # [configs, hidden]

@@ -1,0 +1,50 @@
+"""Ranking losses over the configs of one graph. Convention: lower score = predicted faster.
+
+Element-wise losses lost badly in the competition (docs/solutions.md §5.2); both losses here only see the order.
+"""
+from __future__ import annotations
+
+import torch
+
+LOSSES = ("pairwise_hinge", "listmle")
+
+
+def _check(scores: torch.Tensor, runtimes: torch.Tensor) -> None:
+    if scores.ndim != 1 or scores.shape != runtimes.shape:
+        raise ValueError(f"scores {tuple(scores.shape)} and runtimes {tuple(runtimes.shape)} must be equal 1-d shapes")
+
+
+def pairwise_hinge(scores: torch.Tensor, runtimes: torch.Tensor, margin: float) -> torch.Tensor:
+    """Mean over ordered pairs (runtime_i < runtime_j) of max(0, margin - (score_j - score_i)).
+
+    Zero when every faster config scores at least `margin` lower than every slower one; pairs with equal runtimes
+    are ignored. Returns 0 (with a gradient path) when no pair is ordered.
+    """
+    _check(scores, runtimes)
+    faster = runtimes[:, None] < runtimes[None, :]                   # [configs, configs], i faster than j
+    gap = scores[None, :] - scores[:, None]                          # [configs, configs], score_j - score_i
+    hinge = torch.relu(margin - gap.float())
+    pairs = faster.sum()
+    return (hinge * faster).sum() / pairs.clamp(min=1)
+
+
+def listmle(scores: torch.Tensor, runtimes: torch.Tensor) -> torch.Tensor:
+    """ListMLE (Plackett-Luce negative log-likelihood of the true order, fastest first), mean per config.
+
+    With logits = -scores and the configs sorted by runtime, loss = mean_i [logsumexp(logits[i:]) - logits[i]];
+    it is always >= 0 and tends to 0 as correctly ordered scores move far apart.
+    """
+    _check(scores, runtimes)
+    order = torch.argsort(runtimes, stable=True)                     # fastest first
+    logits = -scores.float()[order]                                  # [configs]
+    tail_lse = torch.logcumsumexp(logits.flip(0), dim=0).flip(0)     # [configs], logsumexp(logits[i:])
+    return (tail_lse - logits).mean()
+
+
+def ranking_loss(name: str, scores: torch.Tensor, runtimes: torch.Tensor, margin: float) -> torch.Tensor:
+    """The configured loss (`gnn.loss`)."""
+    if name == "pairwise_hinge":
+        return pairwise_hinge(scores, runtimes, margin)
+    if name == "listmle":
+        return listmle(scores, runtimes)
+    raise ValueError(f"gnn.loss={name!r}; expected one of {LOSSES}")

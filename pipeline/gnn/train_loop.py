@@ -1,0 +1,191 @@
+"""The training loop: sampled configs per graph, ranking loss, AdamW + warm-up/cosine, clipping, bf16 on CUDA,
+per-epoch validation (model selection by the collection metric) and an exactly resumable checkpoint.
+
+Randomness: the graph order of epoch e comes from rng (seed, e) (shared by all ranks), config sampling from a
+per-rank generator and dropout from torch's RNG; all of it is checkpointed, so resuming reproduces the
+uninterrupted run bit for bit on CPU.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+import zlib
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from pipeline import metrics
+from pipeline.gnn import checkpoint as ckpt
+from pipeline.gnn.data import config_batch, graph_tensors, runtimes, sample_configs, shard
+from pipeline.gnn.distributed import DistInfo, gather_objects
+from pipeline.gnn.infer import autocast, predict_rows
+from pipeline.gnn.losses import ranking_loss
+from pipeline.gnn.model import ModelSpec
+from pipeline.pruned import PrunedGraph
+
+
+@dataclass
+class FitResult:
+    best_state: dict                      # weights of the selected epoch (CPU tensors)
+    best_epoch: int
+    best_score: float                     # valid metric of the selected epoch (NaN without valid graphs)
+    curve: list[dict] = field(default_factory=list)   # one row per epoch: epoch, loss, valid_score, lr, ...
+    valid_per_graph: dict = field(default_factory=dict)  # graph_id -> valid metric at the best epoch
+
+
+def pick_device(name: str) -> torch.device:
+    """gnn.device: auto (CUDA when present) | cpu | cuda."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"gnn.device={name!r}; expected auto, cpu or cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("gnn.device=cuda but no CUDA device is available")
+    return torch.device(name)
+
+
+def warmup_cosine(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
+    """LR factor per step: linear warm-up over warmup_frac of the steps, then cosine decay to 0."""
+    warmup = max(1, int(round(total_steps * warmup_frac)))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return factor
+
+
+def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
+    """The fixed subset of kept configs scored for model selection (all of them when the graph has few)."""
+    if graph.n_kept <= max_configs:
+        return np.arange(graph.n_kept)
+    rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
+    return np.sort(rng.choice(graph.n_kept, size=max_configs, replace=False))
+
+
+def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, seed: int, device: torch.device,
+             info: DistInfo) -> dict[str, float]:
+    """Collection metric per valid graph (kept configs, one TTA ordering), graphs sharded over ranks."""
+    model.eval()
+    mine = {}
+    for graph in graphs[info.rank::info.world]:
+        rows = valid_rows(graph, int(gnn.valid_max_configs), seed)
+        rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
+        tensors = graph_tensors(graph).to(device)
+        scores = predict_rows(model, kind, graph, tensors, rows, int(gnn.infer_batch), 1, rng, device, bool(gnn.amp))
+        truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
+        mine[graph.graph_id] = metrics.graph_score(kind, scores, truth)
+    model.train()
+    merged = {}
+    for part in gather_objects(mine, info):
+        merged.update(part)
+    return merged
+
+
+def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: int, rng: np.random.Generator,
+               device: torch.device, ddp: bool, cache: dict | None = None) -> tuple[float, int]:
+    """Forward/backward over a few graphs (gradients accumulated); returns (mean loss, configs seen).
+
+    `cache` (graph_id -> GraphTensors on device) keeps the static tensors of graphs already seen.
+    """
+    total, seen = 0.0, 0
+    cache = {} if cache is None else cache
+    for i, graph in enumerate(graphs):
+        rows = sample_configs(graph, k, rng)
+        if graph.graph_id not in cache:
+            cache[graph.graph_id] = graph_tensors(graph).to(device)
+        tensors = cache[graph.graph_id]
+        configs = config_batch(kind, graph, rows).to(device)
+        target = runtimes(graph, rows).to(device)
+        sync = nullcontext() if (not ddp or i == len(graphs) - 1) else model.no_sync()
+        with sync:
+            with autocast(device, bool(gnn.amp)):
+                scores = model(tensors, configs)                            # [configs]
+            loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin)) / len(graphs)
+            loss.backward()
+        total += float(loss.detach()) * len(graphs)
+        seen += len(rows)
+    return total / len(graphs), seen
+
+
+def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedGraph],
+        valid_graphs: list[PrunedGraph], gnn, configs_per_graph: int, seed: int, checkpoint_path: Path,
+        device: torch.device, info: DistInfo = DistInfo(), on_epoch: Callable[[dict], None] | None = None,
+        max_epochs: int | None = None) -> FitResult:
+    """Train `model` (already on `device`, DDP-wrapped when distributed) and select the best epoch on valid.
+
+    Writes the resumable checkpoint (rank 0) after every epoch; with gnn.resume it continues from it.
+    `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
+    """
+    if not train_graphs:
+        raise ValueError("train_gnn: no train graphs in the pruned collection")
+    core = model.module if info.enabled else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=float(gnn.lr), weight_decay=float(gnn.weight_decay))
+    per_rank = -(-len(train_graphs) // info.world)
+    gps = max(1, int(gnn.graphs_per_step))
+    steps = int(gnn.steps_per_epoch) if gnn.steps_per_epoch else max(1, -(-per_rank // gps))
+    epochs = int(gnn.epochs)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(epochs * steps, float(gnn.warmup_frac)))
+    rng = np.random.default_rng([seed, info.rank])
+    torch.manual_seed(seed + info.rank)
+    start, result = 0, FitResult(best_state=copy.deepcopy(core.state_dict()), best_epoch=-1, best_score=-math.inf)
+
+    state = ckpt.load_checkpoint(checkpoint_path) if gnn.resume else None
+    if state is not None:
+        if state["spec"] != spec.to_dict() or len(state["rng"]) != info.world:
+            raise ValueError(f"{checkpoint_path}: checkpoint was written for another model spec or world size; "
+                             "delete it or run with gnn.resume=false")
+        core.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        ckpt.restore_rng_state(state["rng"][info.rank], rng)
+        start = state["epoch"] + 1
+        result = FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"],
+                           best_score=state["best_score"], curve=state["curve"],
+                           valid_per_graph=state["valid_per_graph"])
+
+    model.train()
+    cache: dict = {}
+    stop = epochs if max_epochs is None else min(epochs, start + max_epochs)
+    for epoch in range(start, stop):
+        tic = time.perf_counter()
+        stream = shard(train_graphs, info.rank, info.world, np.random.default_rng([seed, epoch]))
+        losses, seen = [], 0
+        for step in range(steps):
+            batch = [stream[(step * gps + j) % len(stream)] for j in range(gps)]
+            optimizer.zero_grad(set_to_none=True)
+            loss, n = train_step(model, kind, batch, gnn, configs_per_graph, rng, device, info.enabled, cache)
+            if gnn.grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), float(gnn.grad_clip))
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss)
+            seen += n
+        train_seconds = time.perf_counter() - tic
+        per_graph = validate(core, kind, valid_graphs, gnn, seed, device, info) if valid_graphs else {}
+        score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
+        rank_stats = gather_objects((float(np.mean(losses)), seen), info)
+        row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
+               "lr": float(scheduler.get_last_lr()[0]), "train_seconds": train_seconds,
+               "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9)}
+        result.curve.append(row)
+        if not per_graph or score > result.best_score:
+            result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
+            result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
+        rngs = gather_objects(ckpt.rng_state(rng), info)
+        if info.is_main:
+            ckpt.save_atomic({"epoch": epoch, "spec": spec.to_dict(), "model": core.state_dict(),
+                              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                              "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
+                              "best_score": result.best_score, "curve": result.curve,
+                              "valid_per_graph": result.valid_per_graph}, checkpoint_path)
+        if on_epoch is not None and info.is_main:
+            on_epoch(row)
+    return result

@@ -1,0 +1,199 @@
+"""Stage prune: the npz files of one collection -> `<paths.pruned_dir>/<slug>/` pruned graphs (pipeline.pruned).
+
+`python -m pipeline.prune --collection layout-xla-random [overrides]` processes train, valid and test:
+k-hop subgraphs (pipeline.subgraph), -1 re-padding (pipeline.repad), config de-duplication streamed in chunks
+(pipeline.dedup), and a node_feat normaliser fitted on train only (pipeline.normalize). Writes, all inside a
+temporary folder renamed into place at the end (a crash leaves no folder DVC could take as complete):
+- `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs,
+  wall time, peak RSS), and `<split>/<graph_id>/*.npy`;
+and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show`.
+Everything except report.json's `wall_s` and `peak_rss_mb` is byte-identical across runs (any `workers`).
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from pipeline.config import stage_args
+from pipeline.dedup import DEDUP_MODES
+from pipeline.normalize import ColumnStats, fit_normalizer, log_mask
+from pipeline.prune_graph import GraphParams, GraphResult, prune_file, write_normalized
+from pipeline.pruned import collection_dir, write_index
+from pipeline.tpugraphs import SPLITS, Collection, graph_paths, npz_root
+
+WHOLE_GRAPH = "all"          # prune.hops value that keeps every node
+SUM_KEYS = ("nodes", "edges", "nodes_pruned", "edges_pruned", "configs", "configs_dedup")
+
+
+@dataclass(frozen=True)
+class PruneParams:
+    """conf/prune, validated."""
+
+    hops: int | None             # None = whole graph (`hops: all`)
+    pad_value: float
+    dedup: str
+    log_columns: tuple[str, ...]
+    drop_constant: bool
+    workers: int
+    chunk_size: int
+    skip_invalid_train: bool
+
+    @classmethod
+    def from_cfg(cls, prune) -> "PruneParams":
+        hops = None if str(prune.hops) == WHOLE_GRAPH else int(prune.hops)
+        params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
+                     log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
+                     workers=int(prune.workers), chunk_size=int(prune.chunk_size),
+                     skip_invalid_train=bool(prune.skip_invalid_train))
+        if params.hops is not None and params.hops < 0:
+            raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {prune.hops!r}")
+        if params.dedup not in DEDUP_MODES:
+            raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {params.dedup!r}")
+        if params.workers < 1 or params.chunk_size < 1:
+            raise ValueError(f"prune.workers and prune.chunk_size must be >= 1, found {params.workers}, "
+                             f"{params.chunk_size}")
+        return params
+
+    def graph_params(self) -> GraphParams:
+        return GraphParams(hops=self.hops, pad_value=self.pad_value, dedup=self.dedup, chunk_size=self.chunk_size,
+                           log_mask=log_mask(self.log_columns))
+
+
+def _run(tasks: list[tuple], workers: int, desc: str) -> list[GraphResult]:
+    """prune_file over tasks, in a process pool when workers > 1; results in task order, tqdm progress."""
+    bar = tqdm(total=len(tasks), desc=desc, unit="graph", mininterval=1.0)
+    try:
+        if workers == 1:
+            results = []
+            for task in tasks:
+                results.append(prune_file(*task))
+                bar.update()
+            return results
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(prune_file, *task) for task in tasks]
+            for future in futures:
+                future.add_done_callback(lambda _: bar.update())
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+    finally:
+        bar.close()
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set size of this process and of its largest finished child, in MB (Linux ru_maxrss is KB)."""
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return round(peak / 1024, 1)
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Totals of the index rows per split (graphs and SUM_KEYS)."""
+    out = {}
+    for split in SPLITS:
+        split_rows = [r for r in rows if r["split"] == split]
+        out[split] = {"graphs": len(split_rows), **{k: int(sum(r[k] for r in split_rows)) for k in SUM_KEYS}}
+    return out
+
+
+def prune_collection(root: str | Path, collection: str | Collection, pruned_dir: str | Path,
+                     params: PruneParams) -> dict:
+    """Prune every graph of one collection into `<pruned_dir>/<slug>/`; returns the report (also report.json).
+
+    Raises:
+        TpuGraphsFormatError: a graph fails validation (names the file), unless it is a train graph and
+            `skip_invalid_train` is set (then it is skipped and listed in the report).
+    """
+    started = time.perf_counter()
+    collection = Collection.parse(collection)
+    root = npz_root(root)
+    out = collection_dir(pruned_dir, collection.slug)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    graph_params = params.graph_params()
+    try:
+        tasks = []
+        for split in SPLITS:
+            (tmp / split).mkdir(parents=True)
+            for path in graph_paths(root, collection, split):
+                tasks.append((path, collection, split, path.relative_to(root).as_posix(), graph_params, tmp / split))
+        results = _run(tasks, params.workers, f"prune {collection.slug}")
+        skipped = []
+        for result in results:
+            if result.error is None:
+                continue
+            if result.split != "train" or not params.skip_invalid_train:
+                raise result.error
+            skipped.append({"split": result.split, "graph_id": result.graph_id, "source_file": result.source_file,
+                            "error": str(result.error)})
+        done = [r for r in results if r.error is None]
+        train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
+        normalizer = fit_normalizer(train_stats, graph_params.log_mask, params.pad_value, params.drop_constant,
+                                    where=f"{root / collection.subdir / 'train'}")
+        normalizer.save(tmp / "normalizer.json")
+        for result in tqdm(done, desc=f"normalise {collection.slug}", unit="graph", mininterval=1.0):
+            write_normalized(tmp / result.split / result.graph_id, normalizer)
+        rows = [r.row for r in done]
+        write_index(rows, tmp / "index.csv")
+        report = {"collection": collection.name, "source": collection.subdir.as_posix(),
+                  "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
+                             "pad_value": params.pad_value, "dedup": params.dedup,
+                             "chunk_size": params.chunk_size, "workers": params.workers},
+                  "splits": summarize(rows), "skipped": skipped,
+                  "node_feat_columns": len(normalizer.columns),
+                  "wall_s": round(time.perf_counter() - started, 3), "peak_rss_mb": _peak_rss_mb()}
+        (tmp / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return report
+
+
+def metrics_summary(report: dict) -> dict:
+    """The numbers `dvc metrics show` displays: totals, keep ratios, per-split totals, wall time."""
+    totals = {k: sum(s[k] for s in report["splits"].values()) for k in ("graphs", *SUM_KEYS)}
+    return {**totals,
+            "node_keep_ratio": round(totals["nodes_pruned"] / max(totals["nodes"], 1), 6),
+            "edge_keep_ratio": round(totals["edges_pruned"] / max(totals["edges"], 1), 6),
+            "config_keep_ratio": round(totals["configs_dedup"] / max(totals["configs"], 1), 6),
+            "skipped": len(report["skipped"]), "node_feat_columns": report["node_feat_columns"],
+            "wall_s": report["wall_s"], "peak_rss_mb": report["peak_rss_mb"], "splits": report["splits"]}
+
+
+def write_metrics(report: dict, path: str | Path) -> dict:
+    """Write `metrics_summary(report)` to `path` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    summary = metrics_summary(report)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return summary
+
+
+def main(argv=None) -> None:
+    args, cfg = stage_args(__doc__, argv)
+    collection = Collection.parse(args.collection)
+    report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune))
+    summary = write_metrics(report, Path(cfg.paths.metrics_dir) / "prune" / f"{collection.slug}.json")
+    print(f"prune {collection.name}: {summary['graphs']} graphs, nodes {summary['nodes']} -> "
+          f"{summary['nodes_pruned']}, edges {summary['edges']} -> {summary['edges_pruned']}, configs "
+          f"{summary['configs']} -> {summary['configs_dedup']}, {summary['skipped']} skipped, "
+          f"{summary['wall_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

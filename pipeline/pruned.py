@@ -1,0 +1,123 @@
+"""The pruned-graph contract: what `prune` writes and every model stage reads.
+
+Per collection `<pruned_dir>/<collection slug>/` holds
+- `index.csv`: one row per graph (columns `INDEX_COLUMNS`), sorted by split then graph_id;
+- `normalizer.json`: the node-feature normalisation fitted on train (see pipeline.prune);
+- `<split>/<graph_id>/<array>.npy`: the arrays of `PrunedGraph`, memory-mappable.
+
+Config rows: on train and valid, duplicate configurations are collapsed (`config_count` says how many original
+rows each kept row stands for); on test nothing is dropped or reordered. `config_inverse[j]` is the kept row of
+original config j, so `scores_original = scores_kept[config_inverse]` gives one score per original index.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
+                 "configs", "configs_dedup"]
+OPTIONAL_ARRAYS = ("node_config_ids", "node_config_feat", "config_feat", "node_splits")
+
+
+@dataclass
+class PrunedGraph:
+    """One pruned graph. Node indices in edge_index / node_config_ids refer to the kept nodes."""
+
+    graph_id: str
+    split: str
+    node_feat: np.ndarray          # [nodes, features] float32, -1 re-padded, normalised (train statistics)
+    node_feat_raw: np.ndarray      # [nodes, 140] float32, -1 re-padded, not normalised (for tabular features)
+    node_opcode: np.ndarray        # [nodes] int64, opcode ids 0..120
+    edge_index: np.ndarray         # [edges, 2] int64, row = (consumer, producer)
+    node_ids: np.ndarray           # [nodes] int64, original node id of each kept node
+    config_runtime: np.ndarray     # [kept configs] float64; layout: runtime, tile: runtime / normalizer; 0 on test
+    config_count: np.ndarray       # [kept configs] int64, original rows merged into each kept row
+    config_inverse: np.ndarray     # [configs] int64, kept row of each original config index
+    node_config_ids: np.ndarray | None = None   # [configurable nodes] int64 (layout)
+    node_config_feat: np.ndarray | None = None  # [kept configs, configurable nodes, 18] int8, values -1..5 (layout)
+    config_feat: np.ndarray | None = None       # [kept configs, 24] float32 (tile)
+    node_splits: np.ndarray | None = None       # [segments] int64, original node ids starting HLO computations
+
+    @property
+    def n_configs(self) -> int:
+        """Configurations in the original file."""
+        return len(self.config_inverse)
+
+    @property
+    def n_kept(self) -> int:
+        """Configuration rows kept after de-duplication."""
+        return len(self.config_runtime)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_opcode)
+
+
+def collection_dir(pruned_dir: str | Path, collection_slug: str) -> Path:
+    return Path(pruned_dir) / collection_slug
+
+
+def graph_dir(pruned_dir: str | Path, collection_slug: str, split: str, graph_id: str) -> Path:
+    return collection_dir(pruned_dir, collection_slug) / split / graph_id
+
+
+def save_pruned_graph(graph: PrunedGraph, folder: str | Path) -> None:
+    """Write every array of `graph` as `<folder>/<name>.npy` (written to a temp folder, then renamed)."""
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for f in fields(graph):
+        value = getattr(graph, f.name)
+        if isinstance(value, np.ndarray):
+            np.save(tmp / f"{f.name}.npy", value)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
+def load_pruned_graph(folder: str | Path, mmap: bool = True) -> PrunedGraph:
+    """Read a graph written by `save_pruned_graph`; arrays are memory-mapped unless mmap=False."""
+    folder = Path(folder)
+    mode = "r" if mmap else None
+    arrays = {}
+    for f in fields(PrunedGraph):
+        path = folder / f"{f.name}.npy"
+        if f.name in ("graph_id", "split"):
+            continue
+        if path.exists():
+            arrays[f.name] = np.load(path, mmap_mode=mode, allow_pickle=False)
+        elif f.name not in OPTIONAL_ARRAYS:
+            raise FileNotFoundError(f"{path}: pruned graph array {f.name!r} missing (re-run the prune stage)")
+    return PrunedGraph(graph_id=folder.name, split=folder.parent.name, **arrays)
+
+
+def write_index(rows: list[dict], path: str | Path) -> pd.DataFrame:
+    """Write the per-collection index table atomically; rows need every column of INDEX_COLUMNS."""
+    table = pd.DataFrame(rows, columns=INDEX_COLUMNS).sort_values(["split", "graph_id"], kind="stable")
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return table.reset_index(drop=True)
+
+
+def read_index(pruned_dir: str | Path, collection_slug: str) -> pd.DataFrame:
+    """The index table of one pruned collection."""
+    path = collection_dir(pruned_dir, collection_slug) / "index.csv"
+    table = pd.read_csv(path, dtype={"graph_id": str, "split": str, "source_file": str})
+    missing = set(INDEX_COLUMNS) - set(table.columns)
+    if missing:
+        raise ValueError(f"{path}: columns {sorted(missing)} missing; expected {INDEX_COLUMNS}")
+    return table
+
+
+def iter_split(pruned_dir: str | Path, collection_slug: str, split: str, mmap: bool = True):
+    """Yield the PrunedGraph of every graph of one split, in index order."""
+    table = read_index(pruned_dir, collection_slug)
+    for graph_id in table.loc[table["split"] == split, "graph_id"]:
+        yield load_pruned_graph(graph_dir(pruned_dir, collection_slug, split, graph_id), mmap=mmap)

@@ -1,0 +1,187 @@
+"""Stage `submit`: turn test predictions into one validated Kaggle CSV (`ID,TopConfigs`).
+
+`python -m pipeline.submit` writes `<submissions_dir>/<submit.name>.csv` from `<predictions_dir>/<submit.model>/`;
+`python -m pipeline.submit --check FILE [overrides]` validates any CSV against the configured dataset and exits
+non-zero with the list of problems. A CSV Kaggle would reject never reaches submissions/: it is validated first,
+then written atomically. On synthetic data the stage also scores the submission against the hidden truth.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig
+
+from pipeline import metrics
+from pipeline.config import load_cfg, split_overrides
+from pipeline.evaluate import load_truth, write_json
+from pipeline.predictions import Predictions, load_predictions, predictions_path
+from pipeline.tpugraphs import Collection, graph_paths, load_graph, npz_root
+
+HEADER = ["ID", "TopConfigs"]
+SEPARATOR = ";"
+
+
+class SubmissionError(ValueError):
+    """A submission Kaggle would reject; the message lists every problem found."""
+
+
+def row_id(collection: Collection, graph_id: str) -> str:
+    """Kaggle row ID: `tile:xla:<stem>` or `layout:<source>:<search>:<stem>`."""
+    return f"{collection.name}:{graph_id}"
+
+
+def top_configs(kind: str, scores: np.ndarray, tile_top_k: int) -> list[int]:
+    """Config indices fastest first: every index for layout, the top-k distinct ones for tile (all if fewer)."""
+    order = metrics.top_k_indices(scores, len(scores))
+    return [int(i) for i in (order[:tile_top_k] if kind == "tile" else order)]
+
+
+def build_rows(collection: Collection, preds: Predictions, tile_top_k: int) -> pd.DataFrame:
+    """One submission row per graph of `preds`."""
+    rows = [{"ID": row_id(collection, g), "TopConfigs": SEPARATOR.join(map(str, top_configs(collection.kind, s, tile_top_k)))}
+            for g, s in preds.items()]
+    return pd.DataFrame(rows, columns=HEADER)
+
+
+def expected_rows(data_root: str | Path, collections: Sequence[Collection]) -> dict[str, tuple[str, int]]:
+    """Every test graph of the dataset: row ID -> (collection kind, number of configs)."""
+    root = npz_root(data_root)
+    expected = {}
+    for collection in collections:
+        for path in graph_paths(root, collection, "test"):
+            graph = load_graph(path, collection, "test")
+            expected[row_id(collection, graph.graph_id)] = (collection.kind, graph.n_configs)
+    return expected
+
+
+def parse_indices(text: str) -> list[int]:
+    """'3;0;2' -> [3, 0, 2]; raises ValueError on anything else."""
+    parts = str(text).split(SEPARATOR)
+    if not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"not a ';'-separated list of non-negative integers: {str(text)[:60]!r}")
+    return [int(p) for p in parts]
+
+
+def check_row(kind: str, n_configs: int, indices: list[int], tile_top_k: int) -> str | None:
+    """The problem with one row's indices, or None."""
+    if len(set(indices)) != len(indices):
+        return "repeats a config index"
+    if any(i >= n_configs for i in indices):
+        return f"index {max(indices)} out of range for {n_configs} configs"
+    if kind == "layout" and len(indices) != n_configs:
+        return f"has {len(indices)} indices; a layout row must be a full permutation of {n_configs} configs"
+    if kind == "tile" and len(indices) != min(tile_top_k, n_configs):
+        return f"has {len(indices)} indices; a tile row needs the top {min(tile_top_k, n_configs)}"
+    return None
+
+
+def validate_submission(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]], tile_top_k: int) -> list[str]:
+    """Every problem that would make Kaggle reject `table` (empty list = valid)."""
+    if list(table.columns) != HEADER:
+        return [f"header is {list(table.columns)}; expected {HEADER}"]
+    problems = [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
+    problems += [f"unknown ID {i}" for i in sorted(set(table["ID"]) - set(expected))]
+    problems += [f"missing ID {i}" for i in sorted(set(expected) - set(table["ID"]))]
+    for row_id_, text in zip(table["ID"], table["TopConfigs"]):
+        if row_id_ not in expected:
+            continue
+        kind, n_configs = expected[row_id_]
+        try:
+            problem = check_row(kind, n_configs, parse_indices(text), tile_top_k)
+        except ValueError as err:
+            problem = str(err)
+        if problem:
+            problems.append(f"{row_id_}: {problem}")
+    return problems
+
+
+def write_submission(table: pd.DataFrame, path: str | Path, expected: Mapping[str, tuple[str, int]],
+                     tile_top_k: int) -> None:
+    """Validate, then write atomically; raises SubmissionError (and writes nothing) if invalid."""
+    problems = validate_submission(table, expected, tile_top_k)
+    if problems:
+        raise SubmissionError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def ranking_scores(indices: list[int], n_configs: int) -> np.ndarray:
+    """Scores implied by a submitted ranking: position in the list, unlisted configs after all listed ones."""
+    scores = np.full(n_configs, float(len(indices)))
+    scores[indices] = np.arange(len(indices))
+    return scores
+
+
+def score_submission(cfg: DictConfig, table: pd.DataFrame, collections: Sequence[Collection]) -> dict | None:
+    """Score the CSV itself against the hidden synthetic test truth; None on real data."""
+    by_id = dict(zip(table["ID"], table["TopConfigs"]))
+    scores = {}
+    for collection in collections:
+        truth = load_truth(cfg, collection, "test")
+        if truth is None:
+            return None
+        preds = Predictions()
+        for graph_id, runtimes in truth.items():
+            preds[graph_id] = ranking_scores(parse_indices(by_id[row_id(collection, graph_id)]), len(runtimes))
+        scores[collection.name] = metrics.score_predictions(collection.kind, preds, truth)["score"]
+    return {"test": {"collections": scores, "kaggle_score": metrics.kaggle_score(scores)}}
+
+
+def check_file(path: str | Path, cfg: DictConfig) -> list[str]:
+    """Validate any CSV against the configured dataset's test graphs."""
+    collections = [Collection.parse(c) for c in cfg.data.collections]
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        return [f"cannot read {path}: {err}"]
+    return validate_submission(table, expected_rows(cfg.data.root, collections), cfg.submit.tile_top_k)
+
+
+def run(cfg: DictConfig) -> Path:
+    """Build, validate and write the submission; score it on synthetic data; log it to wandb."""
+    from pipeline import tracking
+
+    collections = [Collection.parse(c) for c in cfg.data.collections]
+    parts = [build_rows(c, load_predictions(predictions_path(cfg.paths.predictions_dir, cfg.submit.model, c.slug, "test")),
+                        cfg.submit.tile_top_k) for c in collections]
+    table = pd.concat(parts, ignore_index=True)
+    path = Path(cfg.paths.submissions_dir) / f"{cfg.submit.name}.csv"
+    write_submission(table, path, expected_rows(cfg.data.root, collections), cfg.submit.tile_top_k)
+    result = {"rows": len(table), "model": cfg.submit.model, **(score_submission(cfg, table, collections) or {})}
+    write_json(result, Path(cfg.paths.metrics_dir) / "submit.json")
+    with tracking.start_run(cfg, "submit") as wandb_run:
+        wandb_run.summary.update({k: v for k, v in result.items() if k != "model"})
+        tracking.log_artifact(wandb_run, cfg.submit.name, "submission", path)
+    print(f"wrote {path}: {len(table)} rows, validated" + (
+        f"; synthetic test Kaggle score {result['test']['kaggle_score']:.4f}" if "test" in result else ""))
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    overrides, rest = split_overrides(argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", metavar="FILE", help="validate FILE against the configured dataset and exit")
+    args = parser.parse_args(rest)
+    cfg = load_cfg(overrides)
+    if args.check:
+        problems = check_file(args.check, cfg)
+        if problems:
+            print(f"{args.check}: INVALID, {len(problems)} problem(s):\n  " + "\n  ".join(problems), file=sys.stderr)
+            raise SystemExit(1)
+        print(f"{args.check}: valid submission")
+        return
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Generate the whole synthetic dataset (every collection and split) into a folder.
+
+Randomness: every graph gets its own generator seeded from (seed, what, source/collection, split, index), so
+output is byte-identical for a seed and one graph does not depend on how many others are generated. The two
+layout searches of one source share their graphs (as the real random/default collections do) and differ only in
+their configurations.
+"""
+from __future__ import annotations
+
+import shutil
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.synth import writer
+from pipeline.synth.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
+from pipeline.synth.layout_costmodel import LayoutCostModel, LayoutCostParams
+from pipeline.synth.node_features import node_feat_matrix
+from pipeline.synth.templates import TEMPLATES
+from pipeline.synth.tile_costmodel import TileCostParams, tile_runtime_ns
+from pipeline.synth.tiles import benchmark_name, default_config, sample_tile_configs, tile_graph
+from pipeline.tpugraphs import SPLITS, Collection
+
+TILE_GRAPHS_PER_BENCHMARK = 6
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the generator reads: the preset (`data.generator`) and the model constants (`synthesize`)."""
+
+    seed: int
+    graphs: Mapping            # {"tile"|"layout": {split: count}}
+    layout_nodes: tuple[int, int]
+    layout_configs: tuple[int, int]
+    test_configs: tuple[int, int]
+    max_config_nodes: int
+    tile_configs: tuple[int, int]
+    noise: float
+    normalizer_noise: float
+    chunk_configs: int
+    search: SearchParams
+    layout_cost: LayoutCostParams
+    tile_cost: TileCostParams
+    min_tile: tuple[int, int]
+    default_share: float
+
+    @classmethod
+    def from_cfg(cls, generator: Mapping, synthesize: Mapping) -> "Settings":
+        g, s = generator, synthesize
+        return cls(int(g["seed"]), {k: dict(v) for k, v in g["graphs"].items()}, tuple(g["layout_nodes"]),
+                   tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]), tuple(g["tile_configs"]),
+                   float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),
+                   SearchParams.from_cfg(s["search"]), LayoutCostParams.from_cfg(s["layout_cost"]),
+                   TileCostParams.from_cfg(s["tile_cost"]), tuple(s["tile_search"]["min_tile"]),
+                   float(s["tile_search"]["default_share"]))
+
+
+def graph_rng(seed: int, *key: str | int) -> np.random.Generator:
+    """A generator for one (what, collection, split, index) key, independent of every other key."""
+    words = [zlib.crc32(str(k).encode()) for k in key]
+    return np.random.default_rng(np.random.SeedSequence([seed, *words]))
+
+
+def _log_uniform(rng: np.random.Generator, bounds) -> int:
+    """An integer in [lo, hi], log-uniform (config counts are heavy-tailed in the real data)."""
+    lo, hi = bounds
+    return int(np.clip(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi + 1))))), lo, hi))
+
+
+def _noisy(runtime: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
+    return runtime * np.maximum(1.0 + noise * rng.standard_normal(len(runtime)), 0.5)
+
+
+def _stats_row(n_nodes: int, n_edges: int, n_configs: int) -> dict:
+    return {"graphs": 1, "nodes": n_nodes, "edges": n_edges, "configs": n_configs}
+
+
+def layout_graph(s: Settings, source: str, split: str, index: int):
+    """(HloGraph, benchmark name) of the index-th graph of a layout source/split (shared by both searches)."""
+    rng = graph_rng(s.seed, "layout-graph", source, split, index)
+    return TEMPLATES[source](rng, int(rng.integers(s.layout_nodes[0], s.layout_nodes[1] + 1)))
+
+
+def write_layout_graph(s: Settings, collection: Collection, split: str, index: int, name: str, graph,
+                       out: Path) -> dict:
+    """Sample configs, cost them, write the npz (and the truth on test); returns its stats row."""
+    rng = graph_rng(s.seed, "layout-configs", collection.slug, split, index)
+    ids = choose_config_nodes(graph, s.max_config_nodes, rng)
+    specs = block_specs(graph, ids)
+    model = LayoutCostModel(graph, ids, s.layout_cost)
+    n_configs = _log_uniform(rng, s.test_configs if split == "test" else s.layout_configs)
+    default_prob = float(rng.uniform(*s.search.default_block_prob))
+    stem = writer.hex_stem(rng, 32) if split == "test" else name
+    runtimes: list[np.ndarray] = []
+
+    def chunks():
+        for start in range(0, n_configs, s.chunk_configs):
+            rows = min(s.chunk_configs, n_configs - start)
+            feat = sample_layout_configs(specs, rows, collection.search, s.search, default_prob, rng)
+            runtimes.append(_noisy(model.runtime_ns(feat), s.noise, rng))
+            yield feat.astype(np.float32)   # [rows, NC, 18]
+
+    arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
+    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+    runtime = writer.write_layout_file(path, arrays, ids, graph.node_splits(), n_configs, chunks(), runtimes,
+                                       test=split == "test")
+    if split == "test":
+        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
+    return _stats_row(len(graph), len(arrays["edge_index"]), n_configs)
+
+
+@dataclass
+class TileExample:
+    """One generated tile graph with its configs, runtimes and normalizers (before anything is hidden)."""
+
+    stem: str
+    graph: object
+    kernel: object
+    default_row: np.ndarray     # float32 [24]: the compiler default config
+    config_feat: np.ndarray     # float32 [C, 24]
+    runtime: np.ndarray         # int64 [C]
+    normalizers: np.ndarray     # int64 [C]: the default config's runtime, re-measured per row
+
+
+def tile_example(s: Settings, split: str, index: int) -> TileExample:
+    bench_rng = graph_rng(s.seed, "tile-benchmark", split, index // TILE_GRAPHS_PER_BENCHMARK)
+    benchmark, conv_family = benchmark_name(bench_rng, index // TILE_GRAPHS_PER_BENCHMARK)
+    rng = graph_rng(s.seed, "tile-graph", split, index)
+    graph, kernel = tile_graph(rng, conv_family)
+    default_row = default_config(kernel, s.tile_cost)
+    n_configs = _log_uniform(rng, s.tile_configs)
+    config_feat = sample_tile_configs(kernel, n_configs, default_row, s.default_share, rng, s.min_tile)
+    runtime = writer.to_runtime_ns(_noisy(tile_runtime_ns(kernel, config_feat, s.tile_cost), s.noise, rng))
+    default_ns = tile_runtime_ns(kernel, default_row.reshape(1, -1), s.tile_cost)   # [1]
+    normalizers = writer.to_runtime_ns(_noisy(np.repeat(default_ns, n_configs), s.normalizer_noise, rng))
+    stem = writer.hex_stem(rng, 32) if split == "test" else f"{benchmark}_{writer.hex_stem(rng, 16)}"
+    return TileExample(stem, graph, kernel, default_row, config_feat, runtime, normalizers)
+
+
+def write_tile_graph(s: Settings, collection: Collection, split: str, index: int, out: Path) -> dict:
+    """Generate and write one tile graph (and its truth on test); returns its stats row."""
+    ex = tile_example(s, split, index)
+    graph = ex.graph
+    arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
+    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{ex.stem}.npz"
+    writer.write_tile_file(path, arrays, ex.config_feat, ex.runtime, ex.normalizers, test=split == "test")
+    if split == "test":
+        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{ex.stem}.npz", ex.runtime,
+                           ex.normalizers)
+    return _stats_row(len(graph), len(arrays["edge_index"]), len(ex.runtime))
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return unique
+
+
+def synthesize(s: Settings, collections: list[str], out_dir: str | Path, progress: bool = True) -> dict:
+    """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict."""
+    out = Path(out_dir)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    parsed = [Collection.parse(c) for c in collections]
+    jobs = [(c, split, i) for c in parsed for split in SPLITS for i in range(int(s.graphs[c.kind][split]))]
+    stats: dict = {c.slug: {split: _stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
+    names: dict[tuple[str, str], list[str]] = {}
+    for c in parsed:   # layout names: unique per source and split, shared by the two searches
+        for split in SPLITS:
+            if c.kind == "layout" and (c.source, split) not in names:
+                count = int(s.graphs["layout"][split])
+                names[c.source, split] = _unique_names([layout_graph(s, c.source, split, i)[1]
+                                                        for i in range(count)])
+    for c, split, i in tqdm(jobs, desc="synthesize", unit="graph", disable=not progress):
+        if c.kind == "tile":
+            row = write_tile_graph(s, c, split, i, tmp)
+        else:
+            graph, _ = layout_graph(s, c.source, split, i)
+            row = write_layout_graph(s, c, split, i, names[c.source, split][i], graph, tmp)
+        for key, value in row.items():
+            stats[c.slug][split][key] += value
+    for c in parsed:   # empty splits still exist on disk
+        for split in SPLITS:
+            (tmp / writer.NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
+    summary = {"kind": "synthetic", "synthesized": True, "seed": s.seed, "collections": stats}
+    writer.write_stats(tmp / writer.STATS_FILE, summary)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return summary

@@ -1,0 +1,75 @@
+"""Shared fixtures: tiny hand-built TpuGraphs files in the official schema.
+
+`tiny_layout_arrays` / `tiny_tile_arrays` return fresh dicts of arrays (mutate them to corrupt a file);
+`tiny_npz` writes one valid layout and one valid tile file under `tmp_path/npz/...` and returns their paths.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def make_layout_arrays() -> dict[str, np.ndarray]:
+    """A 5-node chain-with-skip layout graph, 2 configurable nodes (1 and 3), 4 configurations."""
+    node_feat = np.zeros((5, 140), np.float32)
+    node_feat[:, 21] = [8, 8, 16, 16, 4]                       # shape_dimensions_0
+    node_feat[:, 134:136] = [[1, 0], [1, 0], [0, 1], [1, 0], [0, 1]]  # layout_minor_to_major_0..1
+    node_config_feat = np.full((4, 2, 18), -1, np.float32)       # [configs, config nodes, 18], -1 = default
+    node_config_feat[1, 0, :2] = [0, 1]                          # config 1: node 1 output layout {0, 1}
+    node_config_feat[2, 1, 6:8] = [1, 0]                         # config 2: node 3 input layout {1, 0}
+    node_config_feat[3, :, :2] = [[1, 0], [0, 1]]                # config 3: both outputs set
+    return {
+        "node_feat": node_feat,
+        "node_opcode": np.array([63, 26, 41, 34, 98], np.uint8),   # parameter, convolution, fusion, dot, transpose
+        "edge_index": np.array([[1, 0], [2, 1], [3, 2], [4, 3], [4, 1]], np.int64),  # (consumer, producer)
+        "node_config_ids": np.array([1, 3], np.int64),
+        "node_config_feat": node_config_feat,
+        "config_runtime": np.array([300, 100, 200, 400], np.int64),
+        "node_splits": np.array([[0, 5]], np.int64),              # stored (1, S) as in the real files
+    }
+
+
+def make_tile_arrays() -> dict[str, np.ndarray]:
+    """A 3-node tile graph with 3 configurations."""
+    config_feat = np.zeros((3, 24), np.float32)
+    config_feat[:, 8:10] = [[8, 128], [16, 128], [8, 256]]         # output_bounds_0..1
+    config_feat[:, 14] = config_feat[:, 8:10].sum(1)               # output_bounds_sum
+    config_feat[:, 15] = config_feat[:, 8:10].prod(1)              # output_bounds_product
+    return {
+        "node_feat": np.ones((3, 140), np.float32),
+        "node_opcode": np.array([63, 63, 34], np.int32),
+        "edge_index": np.array([[2, 0], [2, 1]], np.int32),
+        "config_feat": config_feat,
+        "config_runtime": np.array([1200, 900, 1500], np.int64),
+        "config_runtime_normalizers": np.array([1000, 1010, 990], np.int64),
+    }
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray], compress: bool = False) -> Path:
+    """Write `arrays` the way the official files were written (numpy savez), creating folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (np.savez_compressed if compress else np.savez)(path, **arrays)
+    return path
+
+
+@pytest.fixture
+def tiny_layout_arrays() -> dict[str, np.ndarray]:
+    return make_layout_arrays()
+
+
+@pytest.fixture
+def tiny_tile_arrays() -> dict[str, np.ndarray]:
+    return make_tile_arrays()
+
+
+@pytest.fixture
+def tiny_npz(tmp_path: Path) -> dict[str, Path]:
+    """{"root": folder holding npz/, "layout": layout:xla:random train file, "tile": tile:xla train file}."""
+    npz = tmp_path / "npz"
+    return {
+        "root": tmp_path,
+        "layout": write_npz(npz / "layout" / "xla" / "random" / "train" / "tiny_layout.npz", make_layout_arrays()),
+        "tile": write_npz(npz / "tile" / "xla" / "train" / "tiny_tile.npz", make_tile_arrays()),
+    }

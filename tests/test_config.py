@@ -1,0 +1,36 @@
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from pipeline.config import compose, load_cfg, split_overrides, stage_args
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_params_yaml_is_in_sync_with_conf():
+    """params.yaml is what DVC tracks; regenerate it with `python -m pipeline.config` when conf/ changes."""
+    committed = OmegaConf.to_container(OmegaConf.load(ROOT / "params.yaml"))
+    assert committed == OmegaConf.to_container(compose()), "params.yaml is stale: run `python -m pipeline.config`"
+
+
+def test_no_overrides_reads_params_yaml(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("heuristic:\n  chunk_size: 3\n")
+    assert load_cfg([], params_file=params).heuristic.chunk_size == 3
+
+
+def test_overrides_change_what_a_stage_sees():
+    args, cfg = stage_args("x", ["--collection", "tile-xla", "heuristic.chunk_size=7", "data=synthetic_ci"])
+    assert args.collection == "tile-xla"
+    assert cfg.heuristic.chunk_size == 7
+    assert cfg.data.name == "synthetic_ci"
+    assert compose().heuristic.chunk_size != 7
+
+
+def test_group_swap_to_real_data_takes_root():
+    cfg = compose(["data=tpugraphs", "data.root=/some/download"])
+    assert cfg.data.kind == "tpugraphs" and cfg.data.root == "/some/download"
+
+
+def test_split_overrides_keeps_flags_apart():
+    assert split_overrides(["--collection", "tile-xla", "gnn.lr=1", "+x=2"]) == (["gnn.lr=1", "+x=2"], ["--collection", "tile-xla"])

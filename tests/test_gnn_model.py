@@ -1,0 +1,103 @@
+"""Shapes through every layer, hand-checked message passing, and permutation equivariance over configs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from test_gnn_data import FEAT_DIM, make_layout_graph, make_tile_graph
+
+from pipeline.gnn.attention import ConfigGate, ConfigSelfAttention
+from pipeline.gnn.data import graph_tensors, layout_config_batch, tile_config_batch
+from pipeline.gnn.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
+from pipeline.gnn.layers import NodeNorm, SAGEBlock, SAGEConv, mean_aggregate
+from pipeline.gnn.model import ModelSpec, build_model
+
+HIDDEN = 8
+
+
+def spec(kind: str = "layout", **overrides) -> ModelSpec:
+    gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
+                                residual=True, cross_attention=True, attention_heads=2) | overrides)
+    return ModelSpec.from_cfg(kind, FEAT_DIM, gnn)
+
+
+def test_mean_aggregate_by_hand():
+    x = torch.tensor([[[1.0], [2.0], [4.0]]])             # [1 config, 3 nodes, 1]
+    src, dst = torch.tensor([0, 1]), torch.tensor([2, 2])  # nodes 0 and 1 both send to node 2
+    inv = torch.tensor([1.0, 1.0, 0.5])
+    assert mean_aggregate(x, src, dst, inv)[0, :, 0].tolist() == [0.0, 0.0, 1.5]
+
+
+def test_sage_conv_directions_use_separate_weights():
+    g = graph_tensors(make_layout_graph(n_nodes=3))       # edges: 1<-0, 2<-1, 2<-0
+    conv = SAGEConv(1, 1)
+    with torch.no_grad():
+        conv.lin.weight.copy_(torch.tensor([[1.0], [10.0], [100.0]]))  # self, from producers, from consumers
+        conv.lin.bias.zero_()
+    x = torch.tensor([[[1.0], [2.0], [3.0]]])
+    out = conv(x, g)[0, :, 0]
+    # node 0: self 1 + consumers {1, 2} mean 2.5 * 100; node 1: 2 + producer 1 * 10 + consumer 3 * 100;
+    # node 2: 3 + producers {1, 2} mean 1.5 * 10
+    assert out.tolist() == pytest.approx([251.0, 312.0, 18.0])
+
+
+@pytest.mark.parametrize("norm", ["instance", "layer", "none"])
+def test_shapes_through_every_layer(norm):
+    graph = make_layout_graph(n_nodes=7, n_configs=5)
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(5))                      # [5, 2, 18]
+    node_h = NodeEncoder(FEAT_DIM, HIDDEN, 4)(g.node_feat, g.node_opcode)
+    assert node_h.shape == (7, HIDDEN)
+    x = LayoutConfigEncoder(HIDDEN, 2)(node_h, g.node_config_ids, configs)
+    assert x.shape == (5, 7, HIDDEN)
+    assert NodeNorm(norm, HIDDEN)(x).shape == (5, 7, HIDDEN)
+    assert SAGEConv(HIDDEN, 3)(x, g).shape == (5, 7, 3)
+    assert SAGEBlock(HIDDEN, norm, 0.1, True, ConfigGate(HIDDEN))(x, g).shape == (5, 7, HIDDEN)
+    assert ConfigGate(HIDDEN)(x).shape == (5, 7, HIDDEN)
+    assert ConfigSelfAttention(HIDDEN, 2, 0.0)(x[:, 0]).shape == (5, HIDDEN)
+    assert TileConfigEncoder(HIDDEN)(torch.zeros(4, 24)).shape == (4, HIDDEN)
+    for cross in (True, False):
+        assert build_model(spec(norm=norm, cross_attention=cross))(g, configs).shape == (5,)
+    tile = make_tile_graph()
+    tile_model = build_model(spec("tile", norm=norm))
+    assert tile_model.encode_graph(graph_tensors(tile)).shape == (2 * HIDDEN,)
+    assert tile_model(graph_tensors(tile), tile_config_batch(tile, np.arange(6))).shape == (6,)
+
+
+def test_non_configurable_nodes_ignore_configs():
+    graph = make_layout_graph(n_nodes=7, n_configs=3)
+    g = graph_tensors(graph)
+    enc = LayoutConfigEncoder(HIDDEN, 2)
+    x = enc(torch.randn(7, HIDDEN), g.node_config_ids, layout_config_batch(graph, np.arange(3)))
+    others = [i for i in range(7) if i not in (1, 4)]
+    assert torch.allclose(x[0, others], x[2, others])       # same for every config
+    assert not torch.allclose(x[0, [1, 4]], x[2, [1, 4]])   # configurable nodes differ
+
+
+def test_cross_config_layers_are_permutation_equivariant():
+    torch.manual_seed(0)
+    x = torch.randn(6, 5, HIDDEN)                            # [configs, nodes, dim]
+    perm = torch.randperm(6)
+    gate, attn = ConfigGate(HIDDEN).eval(), ConfigSelfAttention(HIDDEN, 2, 0.0).eval()
+    assert torch.allclose(gate(x)[perm], gate(x[perm]), atol=1e-6)
+    assert torch.allclose(attn(x[:, 0])[perm], attn(x[perm, 0]), atol=1e-6)
+    # ...and they really mix configs: changing config 0 changes the others' outputs
+    y = x.clone()
+    y[0] = torch.randn(5, HIDDEN)  # (a constant shift would be undone by the LayerNorm)
+    assert not torch.allclose(gate(x)[1:], gate(y)[1:])
+    assert not torch.allclose(attn(x[:, 0])[1:], attn(y[:, 0])[1:])
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_whole_model_is_permutation_equivariant(kind):
+    torch.manual_seed(0)
+    graph = make_layout_graph(n_configs=8) if kind == "layout" else make_tile_graph(n_configs=8)
+    g = graph_tensors(graph)
+    model = build_model(spec(kind)).eval()
+    batch = layout_config_batch if kind == "layout" else tile_config_batch
+    perm = np.random.default_rng(3).permutation(8)
+    with torch.no_grad():
+        base = model(g, batch(graph, np.arange(8)))
+        permuted = model(g, batch(graph, perm))
+    assert torch.allclose(base[torch.from_numpy(perm)], permuted, atol=1e-5)

@@ -1,0 +1,62 @@
+import pandas as pd
+import pytest
+
+from pipeline.predictions import Predictions
+from pipeline.submit import (SubmissionError, build_rows, ranking_scores, validate_submission,
+                             write_submission)
+from pipeline.tpugraphs import Collection
+
+TILE = Collection.parse("tile:xla")
+LAYOUT = Collection.parse("layout:nlp:default")
+EXPECTED = {"tile:xla:aa": ("tile", 7), "tile:xla:bb": ("tile", 3), "layout:nlp:default:cc": ("layout", 4)}
+
+
+def table(rows):
+    return pd.DataFrame(rows, columns=["ID", "TopConfigs"])
+
+
+def valid_rows():
+    return [("tile:xla:aa", "6;5;4;3;2"), ("tile:xla:bb", "2;0;1"), ("layout:nlp:default:cc", "3;1;0;2")]
+
+
+def test_build_rows_ranks_fastest_first():
+    tile, layout = Predictions(), Predictions()
+    tile["aa"] = [6, 5, 4, 3, 2, 1, 0]
+    tile["bb"] = [1, 2, 0]
+    layout["cc"] = [0.3, 0.1, 0.4, 0.0]
+    rows = pd.concat([build_rows(TILE, tile, 5), build_rows(LAYOUT, layout, 5)], ignore_index=True)
+    assert rows.values.tolist() == [list(r) for r in valid_rows()]
+    assert validate_submission(rows, EXPECTED, 5) == []
+
+
+@pytest.mark.parametrize("rows, problem", [
+    (valid_rows() + [("tile:xla:aa", "0;1;2;3;4")], "duplicate ID tile:xla:aa"),
+    (valid_rows()[:2], "missing ID layout:nlp:default:cc"),
+    (valid_rows() + [("tile:xla:zz", "0")], "unknown ID tile:xla:zz"),
+    ([("tile:xla:aa", "0;1;2;3;7")] + valid_rows()[1:], "out of range"),
+    ([("tile:xla:aa", "0;1;2;3")] + valid_rows()[1:], "needs the top 5"),
+    ([("tile:xla:aa", "0;1;1;3;4")] + valid_rows()[1:], "repeats"),
+    (valid_rows()[:2] + [("layout:nlp:default:cc", "3;1;0")], "full permutation of 4"),
+    (valid_rows()[:2] + [("layout:nlp:default:cc", "3,1,0,2")], "non-negative integers"),
+])
+def test_invalid_submissions_are_named(rows, problem):
+    problems = validate_submission(table(rows), EXPECTED, 5)
+    assert any(problem in p for p in problems), problems
+
+
+def test_wrong_header_is_rejected():
+    bad = pd.DataFrame(valid_rows(), columns=["Id", "TopConfigs"])
+    assert "header" in validate_submission(bad, EXPECTED, 5)[0]
+
+
+def test_invalid_submission_is_never_written(tmp_path):
+    path = tmp_path / "sub.csv"
+    with pytest.raises(SubmissionError, match="missing ID"):
+        write_submission(table(valid_rows()[:2]), path, EXPECTED, 5)
+    assert not path.exists() and not list(tmp_path.iterdir())
+    write_submission(table(valid_rows()), path, EXPECTED, 5)
+    assert pd.read_csv(path, dtype=str).values.tolist() == [list(r) for r in valid_rows()]
+
+
+def test_ranking_scores_put_unlisted_last():
+    assert list(ranking_scores([2, 0], 4)) == [1.0, 2.0, 0.0, 2.0]

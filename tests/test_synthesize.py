@@ -1,0 +1,126 @@
+"""Stage synthesize on the synthetic_ci preset: schema, layout, test split conventions, determinism, stats."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.config import compose
+from pipeline.synthesize import format_stats, main, run
+from pipeline.tpugraphs import COLLECTIONS, SPLITS, graph_paths, load_graph
+
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+def ci_cfg(out: Path, *extra: str):
+    return compose(["data=synthetic_ci", f"paths.synthetic_dir={out}", *extra])
+
+
+@pytest.fixture(scope="module")
+def ci_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("synth") / "synthetic"
+    run(ci_cfg(out), progress=False)
+    return out
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_every_file_loads_with_official_dtypes(ci_dir):
+    for collection in COLLECTIONS:
+        for split in SPLITS:
+            paths = graph_paths(ci_dir / "npz", collection, split)
+            assert paths, f"no files for {collection.name} {split}"
+            for path in paths:
+                graph = load_graph(path, collection, split)
+                assert graph.node_feat.shape[1] == 140
+                with np.load(path) as z:
+                    assert z["node_opcode"].dtype == np.uint8
+                    assert z["edge_index"].dtype == np.int64 and z["config_runtime"].dtype == np.int64
+                    assert z["node_feat"].dtype == np.float32
+                    if collection.kind == "layout":
+                        assert z["node_splits"].shape[0] == 1 and z["node_splits"].dtype == np.int64
+                        assert z["node_config_feat"].dtype == np.float32
+                        feat = graph.read_node_config_feat()
+                        assert feat.shape == (graph.n_configs, len(graph.node_config_ids), 18)
+                    else:
+                        assert z["config_feat"].shape == (graph.n_configs, 24)
+                        assert z["config_runtime_normalizers"].dtype == np.int64
+
+
+def test_edges_point_backwards_in_topological_order(ci_dir):
+    path = graph_paths(ci_dir / "npz", "layout:nlp:random", "train")[0]
+    graph = load_graph(path, "layout:nlp:random", "train")
+    consumer, producer = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    assert (producer < consumer).all()
+
+
+def test_test_split_hides_runtimes_and_truth_is_written(ci_dir):
+    for collection in COLLECTIONS:
+        paths = graph_paths(ci_dir / "npz", collection, "test")
+        for path in paths:
+            assert HEX32.match(path.stem), path.stem
+            graph = load_graph(path, collection, "test")
+            assert not graph.config_runtime.any()
+            with np.load(ci_dir / "truth" / collection.slug / f"{path.stem}.npz") as truth:
+                assert len(truth["config_runtime"]) == graph.n_configs
+                assert (truth["config_runtime"] > 0).all()
+                if collection.kind == "tile":
+                    assert not graph.config_runtime_normalizers.any()
+                    assert (truth["config_runtime_normalizers"] > 0).all()
+
+
+def test_train_stems_look_like_real_names(ci_dir):
+    tile = [p.stem for p in graph_paths(ci_dir / "npz", "tile:xla", "train")]
+    assert all(re.match(r"^[a-z0-9_]+_[0-9a-f]{16}$", s) for s in tile), tile[:3]
+    xla_random = {p.stem for p in graph_paths(ci_dir / "npz", "layout:xla:random", "valid")}
+    xla_default = {p.stem for p in graph_paths(ci_dir / "npz", "layout:xla:default", "valid")}
+    assert xla_random == xla_default   # both searches tune the same graphs, as in the real data
+
+
+def test_default_search_spread_is_tighter_than_random(ci_dir):
+    def spreads(name):
+        out = []
+        for split in ("train", "valid"):
+            for path in graph_paths(ci_dir / "npz", name, split):
+                runtime = load_graph(path, name, split).config_runtime
+                out.append(runtime.max() / runtime.min())
+        return np.median(out)
+
+    for source in ("xla", "nlp"):
+        assert spreads(f"layout:{source}:default") < spreads(f"layout:{source}:random")
+
+
+def test_stats_json_counts_files(ci_dir):
+    stats = json.loads((ci_dir / "stats.json").read_text())
+    assert stats["synthesized"] is True
+    for collection in COLLECTIONS:
+        for split in SPLITS:
+            row = stats["collections"][collection.slug][split]
+            assert row["graphs"] == len(graph_paths(ci_dir / "npz", collection, split))
+            assert row["nodes"] > 0 and row["configs"] > 0
+    assert "layout-xla-random" in format_stats(stats)
+
+
+def test_deterministic_for_a_seed(tmp_path):
+    small = ["data.generator.graphs.tile={train: 3, valid: 1, test: 1}",
+             "data.generator.graphs.layout={train: 1, valid: 1, test: 1}"]
+    run(ci_cfg(tmp_path / "a", *small), progress=False)
+    run(ci_cfg(tmp_path / "b", *small), progress=False)
+    run(ci_cfg(tmp_path / "c", *small, "data.generator.seed=1"), progress=False)
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
+    assert digest(tmp_path / "a") != digest(tmp_path / "c")
+
+
+def test_real_data_writes_only_stats(tmp_path, capsys):
+    out = tmp_path / "synthetic"
+    main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}", "--stats"])
+    assert [p.name for p in out.iterdir()] == ["stats.json"]
+    assert json.loads((out / "stats.json").read_text())["synthesized"] is False
+    assert "nothing synthesized" in capsys.readouterr().out
