@@ -48,7 +48,9 @@ class LayoutContext:
     fixed_layout: np.ndarray  # [Q, 6] int8 HLO layout of that producer
     hlo_code: np.ndarray      # [NC] int32 block code of hlo_layout
     fixed_code: np.ndarray    # [Q] int32 block code of fixed_layout
-    minor_table: np.ndarray   # [NC, 7, 7, 6] float64 statistics per (most-minor, second-minor) dim, see _minor_table
+    edge_elements: np.ndarray  # [P] float64 elements of the producer tensor of each configurable edge
+    fixed_elements: np.ndarray  # [Q] float64 elements of each fixed producer's tensor
+    minor_table: np.ndarray   # [NC, 7, 7, 9] float64 statistics per (most-minor, second-minor) dim, see _minor_table
 
 
 def _valid_layout(layout: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -86,9 +88,11 @@ def layout_context(graph: PrunedGraph) -> LayoutContext:
     both = (consumer_k >= 0) & (producer_k >= 0)
     fixed = (consumer_k >= 0) & (producer_k < 0)
     fixed_layout = all_layout[edges[fixed, 1]]
+    all_elements = np.where(all_shape > 0, all_shape, 1.0).prod(1)            # [N]
     return LayoutContext(kind=kind, shape=all_shape[ids], hlo_layout=all_layout[ids],
                          edge_pairs=np.stack([consumer_k[both], producer_k[both]], 1),
                          fixed_consumer=consumer_k[fixed], fixed_layout=fixed_layout,
+                         edge_elements=all_elements[edges[both, 1]], fixed_elements=all_elements[edges[fixed, 1]],
                          hlo_code=block_codes(all_layout[ids]), fixed_code=block_codes(fixed_layout),
                          minor_table=_minor_table(all_shape[ids]))
 
@@ -116,10 +120,12 @@ def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
         names += [f"perm_{t}_{k}_{p}" for t in TENSORS for k in KINDS for p in perms]
     if "layout_disagree" in groups:
         names += ["disagree_edges", "disagree_edges_one_default", "disagree_edges_effective",
-                  "disagree_fixed_producer", "disagree_own_hlo_layout"]
+                  "disagree_fixed_producer", "disagree_own_hlo_layout",
+                  "copy_elements_log2", "copy_elements_effective_log2", "copy_elements_fixed_log2"]
     if "layout_minor" in groups:
         names += ["minor0_log2_sum", "minor1_log2_sum", "minor0_aligned128", "minor1_aligned8",
-                  "minor0_small", "pad_ratio", "pad_waste_log2"]
+                  "minor0_small", "minor0_log2_weighted", "minor0_aligned128_weighted",
+                  "minor1_aligned8_weighted", "pad_ratio", "pad_waste_log2"]
     return names
 
 
@@ -173,12 +179,14 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
         consumer_default, producer_default = is_default[:, c, 1], is_default[:, p, 0]   # [configs, P]
         consumer_in = np.where(consumer_default, ctx.hlo_code[None, p], inp[:, c])
         q = ctx.fixed_consumer
+        copies = ~consumer_default & ~producer_default & (out[:, p] != inp[:, c])     # [configs, P]
+        copies_effective = effective[:, p] != consumer_in
+        copies_fixed = ~is_default[:, q, 1] & (inp[:, q] != ctx.fixed_code[None])     # [configs, Q]
         columns.append(np.stack([
-            (~consumer_default & ~producer_default & (out[:, p] != inp[:, c])).sum(1),
-            (consumer_default ^ producer_default).sum(1),
-            (effective[:, p] != consumer_in).sum(1),
-            (~is_default[:, q, 1] & (inp[:, q] != ctx.fixed_code[None])).sum(1),
-            (~is_default[:, :, 0] & (out != ctx.hlo_code[None])).sum(1),
+            copies.sum(1), (consumer_default ^ producer_default).sum(1), copies_effective.sum(1),
+            copies_fixed.sum(1), (~is_default[:, :, 0] & (out != ctx.hlo_code[None])).sum(1),
+            np.log2(1.0 + copies @ ctx.edge_elements), np.log2(1.0 + copies_effective @ ctx.edge_elements),
+            np.log2(1.0 + copies_fixed @ ctx.fixed_elements),
         ], 1))
     if "layout_minor" in groups:
         columns.append(_minor_features(ctx, blocks, is_default[:, :, 0]))
@@ -190,25 +198,28 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
 def _minor_table(shape: np.ndarray) -> np.ndarray:
     """float64 [NC, 7, 7, 6]: minor-dim statistics of each node for (most-minor dim + 1, second-minor dim + 1).
 
-    Statistics: log2 minor0, log2 minor1, minor0 % 128 == 0, minor1 % 8 == 0, minor0 < 128, padded elements
-    (minor0 padded to 128 and minor1 to 8). Dim -1 (rank 0 or 1) has size 1.
+    Statistics: log2 minor0, log2 minor1, minor0 % 128 == 0, minor1 % 8 == 0, minor0 < 128, the first and
+    the two alignment flags weighted by the node's elements, padded elements (minor0 padded to 128 and minor1
+    to 8). Dim -1 (rank 0 or 1) has size 1.
     """
     sizes = np.concatenate([np.ones((len(shape), 1)), np.where(shape > 0, shape, 1.0)], axis=1)  # [NC, 7]
     minor0, minor1 = sizes[:, :, None], sizes[:, None, :]                     # [NC, 7, 1], [NC, 1, 7]
     elements = sizes.prod(1)[:, None, None]
     padded_minor = np.ceil(minor0 / TPU_MINOR) * TPU_MINOR * np.ceil(minor1 / TPU_SECOND_MINOR) * TPU_SECOND_MINOR
     stats = [np.log2(minor0), np.log2(minor1), minor0 % TPU_MINOR == 0, minor1 % TPU_SECOND_MINOR == 0,
-             minor0 < TPU_MINOR, elements / (minor0 * minor1) * padded_minor]
+             minor0 < TPU_MINOR]
+    stats += [elements * stats[0], elements * stats[2], elements * stats[3],
+              elements / (minor0 * minor1) * padded_minor]
     return np.stack(np.broadcast_arrays(*stats), axis=-1).astype(np.float64)
 
 
 def _minor_features(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray) -> np.ndarray:
-    """[configs, 7] minor-dimension sizes and (8, 128) padding waste under the effective output layouts."""
+    """[configs, 10] minor-dimension sizes and (8, 128) padding waste under the effective output layouts."""
     n_configs, n_nodes = blocks.shape[:2]
     slot0 = np.where(out_default, ctx.hlo_layout[None, :, 0], blocks[:, :, 0, 0]).astype(np.int64)  # [configs, NC]
     slot1 = np.where(out_default, ctx.hlo_layout[None, :, 1], blocks[:, :, 0, 1]).astype(np.int64)
     index = (np.arange(n_nodes)[None, :] * 7 + slot0 + 1) * 7 + slot1 + 1
-    stats = ctx.minor_table.reshape(-1, ctx.minor_table.shape[-1])[index].sum(1)  # [configs, 6]
-    elements = np.where(ctx.shape > 0, ctx.shape, 1.0).prod(1).sum()
-    return np.column_stack([stats[:, :5], stats[:, 5] / max(elements, 1.0),
-                            np.log2(1.0 + np.maximum(stats[:, 5] - elements, 0.0))])
+    stats = ctx.minor_table.reshape(-1, ctx.minor_table.shape[-1])[index].sum(1)  # [configs, 9]
+    elements = max(np.where(ctx.shape > 0, ctx.shape, 1.0).prod(1).sum(), 1.0)
+    return np.column_stack([stats[:, :5], stats[:, 5:8] / elements, stats[:, 8] / elements,
+                            np.log2(1.0 + np.maximum(stats[:, 8] - elements, 0.0))])

@@ -5,10 +5,16 @@
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# Before any test imports LightGBM or torch: no OpenMP spin-waiting on a busy 2-core box, and no wandb runs
+# unless a test asks for them (tests of logging set WANDB_MODE themselves).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("WANDB_MODE", "disabled")
 
 
 def make_layout_arrays() -> dict[str, np.ndarray]:

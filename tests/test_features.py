@@ -62,6 +62,8 @@ def test_layout_disagreement_counts():
     assert list(f["disagree_edges_effective"]) == [0, 1]
     assert list(f["disagree_fixed_producer"]) == [1, 0]     # conv in 2310 vs parameter HLO 3210
     assert list(f["disagree_own_hlo_layout"]) == [0, 1]     # conv out 0123 vs its HLO 3210
+    assert np.allclose(f["copy_elements_log2"], [0, np.log2(1 + 2048)])          # the conv output is copied
+    assert np.allclose(f["copy_elements_fixed_log2"], [np.log2(1 + 12288), 0])   # the parameter is copied
 
 
 def test_layout_default_block_counts():
@@ -92,6 +94,7 @@ def test_layout_minor_dims_and_padding_waste():
     assert np.allclose(f["minor1_log2_sum"], [2 + 4, 2 + 4])
     assert list(f["minor0_aligned128"]) == [2, 1]
     assert list(f["minor1_aligned8"]) == [1, 1]
+    assert np.allclose(f["minor0_log2_weighted"], [7, 3.5])  # both nodes hold 2048 elements
     assert np.allclose(f["pad_ratio"], [6144 / 4096, (524288 + 2048) / 4096])
     assert np.allclose(f["pad_waste_log2"], [np.log2(1 + 2048), np.log2(1 + 524288 - 2048)])
 

@@ -63,6 +63,17 @@ def test_graph_tensors_degrees_and_columns():
     assert t.node_feat.shape == (5, FEAT_DIM) and t.node_config_ids.tolist() == [1, 4]
 
 
+def test_operand_dims_output_input_kernel():
+    g = make_layout_graph(n_nodes=5)  # configurable 1 and 4; node 4 consumes 3 then 2
+    raw = np.zeros((5, 140), np.float32)
+    raw[:, 21:27] = -1
+    raw[:, 21] = [10, 11, 12, 13, 14]
+    g.node_feat_raw = raw
+    dims = graph_tensors(g).operand_dims                      # [2, 3, 6]
+    assert dims[:, :, 0].tolist() == [[11, 10, 0], [14, 13, 12]]
+    assert dims[:, :, 1:].abs().sum() == 0                    # -1 padding -> 0
+
+
 def test_bad_inputs_name_the_graph():
     g = make_layout_graph()
     g.edge_index = np.array([[0, 99]])

@@ -9,7 +9,7 @@ from test_gnn_data import FEAT_DIM, make_layout_graph, make_tile_graph
 
 from pipeline.gnn.attention import ConfigGate, ConfigSelfAttention
 from pipeline.gnn.data import graph_tensors, layout_config_batch, tile_config_batch
-from pipeline.gnn.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
+from pipeline.gnn.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features
 from pipeline.gnn.layers import NodeNorm, SAGEBlock, SAGEConv, mean_aggregate
 from pipeline.gnn.model import ModelSpec, build_model
 
@@ -49,7 +49,7 @@ def test_shapes_through_every_layer(norm):
     configs = layout_config_batch(graph, np.arange(5))                      # [5, 2, 18]
     node_h = NodeEncoder(FEAT_DIM, HIDDEN, 4)(g.node_feat, g.node_opcode)
     assert node_h.shape == (7, HIDDEN)
-    x = LayoutConfigEncoder(HIDDEN, 2)(node_h, g.node_config_ids, configs)
+    x = LayoutConfigEncoder(HIDDEN, 2)(node_h, g.node_config_ids, configs, g.operand_dims)
     assert x.shape == (5, 7, HIDDEN)
     assert NodeNorm(norm, HIDDEN)(x).shape == (5, 7, HIDDEN)
     assert SAGEConv(HIDDEN, 3)(x, g).shape == (5, 7, 3)
@@ -69,7 +69,7 @@ def test_non_configurable_nodes_ignore_configs():
     graph = make_layout_graph(n_nodes=7, n_configs=3)
     g = graph_tensors(graph)
     enc = LayoutConfigEncoder(HIDDEN, 2)
-    x = enc(torch.randn(7, HIDDEN), g.node_config_ids, layout_config_batch(graph, np.arange(3)))
+    x = enc(torch.randn(7, HIDDEN), g.node_config_ids, layout_config_batch(graph, np.arange(3)), g.operand_dims)
     others = [i for i in range(7) if i not in (1, 4)]
     assert torch.allclose(x[0, others], x[2, others])       # same for every config
     assert not torch.allclose(x[0, [1, 4]], x[2, [1, 4]])   # configurable nodes differ
@@ -101,3 +101,16 @@ def test_whole_model_is_permutation_equivariant(kind):
         base = model(g, batch(graph, np.arange(8)))
         permuted = model(g, batch(graph, perm))
     assert torch.allclose(base[torch.from_numpy(perm)], permuted, atol=1e-5)
+
+
+def test_layout_dim_features_by_hand():
+    dims = torch.zeros(1, 3, 6)
+    dims[0, 0, :3] = torch.tensor([4.0, 130.0, 9.0])         # output shape (4, 130, 9)
+    configs = torch.zeros(1, 1, 18, dtype=torch.int64)       # all -1 (index 0)
+    configs[0, 0, :3] = torch.tensor([1, 2, 0]) + 1          # output layout minor-to-major {1, 2, 0}
+    f = layout_dim_features(configs, dims)                   # [1, 1, 3, 8]
+    assert f.shape == (1, 1, 3, 8)
+    assert torch.allclose(f[0, 0, 0, :3], torch.log1p(torch.tensor([130.0, 9.0, 4.0])))
+    assert f[0, 0, 0, 3:6].abs().sum() == 0                 # padding -> size 0
+    assert f[0, 0, 0, 6].item() == pytest.approx(2 / 128) and f[0, 0, 0, 7].item() == pytest.approx(1 / 8)
+    assert f[0, 0, 1].abs().sum() == 0                      # input block all -1

@@ -1,11 +1,6 @@
 """pipeline.train_lgbm: labels, query chunking, coverage of predictions, determinism, stage outputs."""
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # before lightgbm loads OpenMP: no spinning on a busy box
-os.environ.setdefault("WANDB_MODE", "disabled")
-
 import numpy as np
 import pytest
 

@@ -18,6 +18,9 @@ LAYOUT_VALUE_MAX = 5
 NODE_CONFIG_FEAT_DIM = 18    # output, input and kernel layout, 6 values each
 TILE_CONFIG_FEAT_DIM = 24    # kernel, output and input bounds, 8 values each
 NUM_OPCODES = 121            # opcode ids 0..120
+SHAPE_DIM_COLUMNS = slice(21, 27)   # node_feat_raw columns shape_dimensions_0..5 (the node's output shape)
+LAYOUT_BLOCKS = 3            # output, input (first operand), kernel (second operand) layouts of a configurable node
+MAX_DIMS = 6
 
 
 @dataclass
@@ -36,6 +39,7 @@ class GraphTensors:
     inv_deg_consumer: torch.Tensor     # [nodes] float32, 1 / producers per node
     inv_deg_producer: torch.Tensor     # [nodes] float32, 1 / consumers per node
     node_config_ids: torch.Tensor | None = None   # [configurable nodes] int64 (layout)
+    operand_dims: torch.Tensor | None = None      # [configurable nodes, 3, 6] float32 raw dim sizes (layout)
 
     @property
     def n_nodes(self) -> int:
@@ -73,16 +77,40 @@ def graph_tensors(graph: PrunedGraph) -> GraphTensors:
     producer = torch.from_numpy(edges[:, 1].copy())
     deg_consumer = torch.bincount(consumer, minlength=n).clamp(min=1).float()  # [nodes] producers per node
     deg_producer = torch.bincount(producer, minlength=n).clamp(min=1).float()  # [nodes] consumers per node
-    config_ids = None
+    config_ids = operand_dims = None
     if graph.node_config_ids is not None:
         ids = np.asarray(graph.node_config_ids, dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= n):
             raise ValueError(f"{_where(graph)}: node_config_ids expected 0..{n - 1}, found {ids.min()}..{ids.max()}")
         config_ids = torch.from_numpy(ids.copy())
+        operand_dims = torch.from_numpy(layout_operand_dims(graph, ids, edges))
     return GraphTensors(graph_id=graph.graph_id, node_feat=torch.from_numpy(node_feat.copy()),
                         node_opcode=torch.from_numpy(opcode.copy()), consumer=consumer, producer=producer,
                         inv_deg_consumer=1.0 / deg_consumer, inv_deg_producer=1.0 / deg_producer,
-                        node_config_ids=config_ids)
+                        node_config_ids=config_ids, operand_dims=operand_dims)
+
+
+def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Raw dimension sizes the three layout blocks of each configurable node permute: float32 [configurable, 3, 6].
+
+    Block 0 (output layout) uses the node's own shape_dimensions; block 1 (input) the shape of its first operand
+    and block 2 (kernel) that of its second (operands in edge order); missing operands and padding give 0.
+    """
+    raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
+    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < SHAPE_DIM_COLUMNS.stop:
+        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
+    dims = np.maximum(raw[:, SHAPE_DIM_COLUMNS], 0.0)                      # [nodes, 6], -1 padding -> 0
+    out = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.float32)
+    out[:, 0] = dims[ids]
+    position = np.full(graph.n_nodes, -1, np.int64)
+    position[ids] = np.arange(len(ids))
+    seen = np.zeros(len(ids), np.int64)                                    # operands found so far per node
+    for consumer, producer in edges:                                       # edge order = operand order
+        k = position[consumer]
+        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
+            out[k, 1 + seen[k]] = dims[producer]
+            seen[k] += 1
+    return out
 
 
 def _read_rows(array: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -9,10 +9,31 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pipeline.gnn.data import (LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, NODE_CONFIG_FEAT_DIM, NUM_OPCODES,
-                               TILE_CONFIG_FEAT_DIM)
+from pipeline.gnn.data import (LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS, NODE_CONFIG_FEAT_DIM,
+                               NUM_OPCODES, TILE_CONFIG_FEAT_DIM)
 
 LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
+TPU_TILE = (8, 128)          # (second-minor, minor) tile of TPU memory layouts: padding depends on these dims
+DIM_FEATURES_PER_BLOCK = MAX_DIMS + 2        # log sizes of the 6 dims, tile remainders of the 2 most minor
+
+
+def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
+    """Sizes of the dimensions in the order a layout puts them (minor first), the 3rd place's `(x % 128) / 128`.
+
+    Args:
+        configs: [configs, configurable, 18] embedding indices (layout value + 1; 0 = -1 padding).
+        operand_dims: [configurable, 3, 6] raw dimension sizes of the output / input / kernel operands.
+    Returns:
+        [configs, configurable, 3, DIM_FEATURES_PER_BLOCK] float: log1p(size) of dims minor-to-major, then
+        (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
+    """
+    n_configs, n_nodes, _ = configs.shape
+    order = (configs - 1).reshape(n_configs, n_nodes, LAYOUT_BLOCKS, MAX_DIMS)   # [configs, nodes, 3, 6], -1 = none
+    dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
+    sizes = torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)            # [configs, nodes, 3, 6]
+    minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
+    return torch.cat([torch.log1p(sizes), (minor % TPU_TILE[1] / TPU_TILE[1]).unsqueeze(-1),
+                      (second % TPU_TILE[0] / TPU_TILE[0]).unsqueeze(-1)], dim=-1)
 
 
 class NodeEncoder(nn.Module):
@@ -32,23 +53,27 @@ class NodeEncoder(nn.Module):
 class LayoutConfigEncoder(nn.Module):
     """Adds the per-config part to a node embedding.
 
-    forward(node_h [nodes, hidden], node_config_ids [configurable], configs [configs, configurable, 18] in 0..6)
-    -> [configs, nodes, hidden].
+    forward(node_h [nodes, hidden], node_config_ids [configurable], configs [configs, configurable, 18] in 0..6,
+    operand_dims [configurable, 3, 6]) -> [configs, nodes, hidden]. The config part sees the embedded values and
+    the dimension sizes they put minor (`layout_dim_features`).
     """
 
     def __init__(self, hidden: int, value_dim: int):
         super().__init__()
         self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
         # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
-        self.proj = nn.Sequential(nn.Linear(NODE_CONFIG_FEAT_DIM * value_dim, hidden), nn.GELU(),
-                                  nn.Linear(hidden, hidden))
+        self.proj = nn.Sequential(nn.Linear(NODE_CONFIG_FEAT_DIM * value_dim + LAYOUT_BLOCKS * DIM_FEATURES_PER_BLOCK, hidden),
+                                  nn.GELU(), nn.Linear(hidden, hidden))
         self.not_configurable = nn.Parameter(torch.zeros(hidden))
 
-    def forward(self, node_h: torch.Tensor, node_config_ids: torch.Tensor, configs: torch.Tensor) -> torch.Tensor:
+    def forward(self, node_h: torch.Tensor, node_config_ids: torch.Tensor, configs: torch.Tensor,
+                operand_dims: torch.Tensor) -> torch.Tensor:
         n_configs, n_cfg_nodes, _ = configs.shape
         emb = self.value(configs)                                     # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
-        cfg_h = self.proj(emb)                                        # [configs, configurable, hidden]
+        dims = layout_dim_features(configs, operand_dims)             # [configs, configurable, 3, 8]
+        dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 24]
+        cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype)], dim=-1))                                        # [configs, configurable, hidden]
         base = node_h + self.not_configurable                         # [nodes, hidden]
         x = base.unsqueeze(0).expand(n_configs, -1, -1)               # [configs, nodes, hidden]
         # configurable nodes: replace the marker by their config embedding

@@ -75,18 +75,20 @@ class LayoutModel(nn.Module):
         pooled = 2 * spec.hidden
         self.attention = ConfigSelfAttention(pooled, spec.attention_heads, spec.dropout) if spec.cross_attention else None
         self.head = _head(pooled, spec.hidden, spec.dropout)
+        self.node_head = _head(spec.hidden, spec.hidden, spec.dropout)   # additive per-node cost (mean over nodes)
 
     def forward(self, graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
         if graph.node_config_ids is None:
             raise ValueError(f"graph {graph.graph_id}: a layout model needs node_config_ids")
         node_h = self.nodes(graph.node_feat, graph.node_opcode)              # [nodes, hidden]
-        x = self.configs(node_h, graph.node_config_ids, configs)             # [configs, nodes, hidden]
+        x = self.configs(node_h, graph.node_config_ids, configs, graph.operand_dims)  # [configs, nodes, hidden]
         for block in self.blocks:
             x = block(x, graph)                                              # [configs, nodes, hidden]
+        per_node = self.node_head(x).squeeze(-1).mean(dim=1)                 # [configs]
         z = pool_nodes(x)                                                    # [configs, 2 * hidden]
         if self.attention is not None:
             z = self.attention(z)
-        return self.head(z).squeeze(-1)                                      # [configs]
+        return self.head(z).squeeze(-1) + per_node                           # [configs]
 
 
 class TileModel(nn.Module):
