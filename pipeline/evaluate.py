@@ -2,8 +2,9 @@
 
 Truth per split: `valid` comes from the npz files themselves (tile runtimes divided by their normalizers);
 `test` only exists for synthetic data, whose generator keeps the hidden runtimes in `<synthetic_dir>/truth/`.
-Every model stage writes `<metrics_dir>/<stage>/<slug>.json` (collection scores, for `dvc metrics`) and
-`<plots_dir>/<stage>/<slug>_per_graph.csv` (one row per graph, for `dvc plots` and the notebooks).
+Every model stage writes `<metrics_dir>/<stage>/<slug>.json` (collection scores, for `dvc metrics`),
+`<plots_dir>/<stage>/<slug>_per_graph.csv` (one row per graph, for `dvc plots` and the notebooks) and
+`<plots_dir>/<stage>/<slug>_scatter.csv` (predicted vs true rank of valid configurations, for a scatter plot).
 """
 from __future__ import annotations
 
@@ -72,6 +73,28 @@ def per_graph_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
     return Path(cfg.paths.plots_dir) / stage / f"{collection.slug}_per_graph.csv"
 
 
+def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per_graph: int) -> pd.DataFrame:
+    """Predicted vs true rank (both scaled to [0, 1], 0 = fastest) of evenly spaced configs of each graph."""
+    rows = []
+    for graph_id, runtimes in sorted(truth.items()):
+        n = len(runtimes)
+        picked = np.unique(np.linspace(0, n - 1, min(n, points_per_graph)).astype(np.int64))
+        scale = max(n - 1, 1)
+        true_rank = np.argsort(np.argsort(runtimes, kind="stable"), kind="stable") / scale
+        predicted_rank = np.argsort(np.argsort(preds[graph_id], kind="stable"), kind="stable") / scale
+        rows.append(pd.DataFrame({"graph_id": graph_id, "true_rank": true_rank[picked],
+                                  "predicted_rank": predicted_rank[picked]}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["graph_id", "true_rank", "predicted_rank"])
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    """Write a CSV atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
 def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
                        preds_by_split: Mapping[str, Predictions], extra: Mapping | None = None) -> dict:
     """Score each split that has truth, write the metrics JSON and per-graph CSV, return the metrics dict.
@@ -88,11 +111,10 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
         scored = metrics.score_predictions(collection.kind, preds, truth)
         result[split] = {"score": scored["score"], "graphs": len(scored["per_graph"])}
         rows += [{"split": split, "graph_id": g, "score": s} for g, s in scored["per_graph"].items()]
+        if split == "valid":
+            scatter = rank_scatter(preds, truth, cfg.evaluation.scatter_points_per_graph)
+            write_csv(scatter, per_graph_path(cfg, stage, collection).with_name(f"{collection.slug}_scatter.csv"))
     write_json(result, metrics_path(cfg, stage, collection))
-    csv_path = per_graph_path(cfg, stage, collection)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    pd.DataFrame(rows, columns=["split", "graph_id", "score"]).to_csv(tmp, index=False)
-    os.replace(tmp, csv_path)
+    write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_path(cfg, stage, collection))
     result["per_graph"] = rows
     return result
