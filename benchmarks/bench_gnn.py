@@ -43,8 +43,10 @@ def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
     edges = np.concatenate([np.stack([consumers, producers], 1), np.stack([consumers[extra], second], 1)])
     ids = np.sort(rng.choice(n_nodes, int(n_nodes * CONFIGURABLE_SHARE), replace=False))
     feat = rng.integers(-1, 6, size=(n_configs, len(ids), 18)).astype(np.int8)  # [configs, config nodes, 18]
+    raw = np.full((n_nodes, 140), -1.0, np.float32)                          # only shape_dimensions_0..3 are read
+    raw[:, 21:25] = rng.choice([1, 8, 16, 64, 128, 256], size=(n_nodes, 4))
     return PrunedGraph(graph_id="bench", split="train", node_feat=rng.normal(size=(n_nodes, FEATURES)).astype(np.float32),
-                       node_feat_raw=np.zeros((0, 140), np.float32),
+                       node_feat_raw=raw,
                        node_opcode=rng.integers(0, 121, n_nodes), edge_index=edges.astype(np.int64),
                        node_ids=np.arange(n_nodes), config_runtime=rng.random(n_configs) + 1.0,
                        config_count=np.ones(n_configs, np.int64), config_inverse=np.arange(n_configs),
@@ -54,6 +56,7 @@ def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
 def prune(graph: PrunedGraph, hops: int) -> PrunedGraph:
     sub = khop_subgraph(graph.n_nodes, graph.edge_index, graph.node_config_ids, hops)
     return PrunedGraph(**{**graph.__dict__, "node_feat": graph.node_feat[sub.node_ids],
+                          "node_feat_raw": graph.node_feat_raw[sub.node_ids],
                           "node_opcode": graph.node_opcode[sub.node_ids], "edge_index": sub.edge_index,
                           "node_ids": sub.node_ids, "node_config_ids": sub.node_config_ids})
 

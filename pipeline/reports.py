@@ -21,7 +21,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pipeline.pruned import graph_dir, load_pruned_graph, read_index
+from pipeline.predictions import load_predictions, predictions_path
+from pipeline.pruned import INDEX_COLUMNS, graph_dir, load_pruned_graph, read_index
 
 MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "train_lgbm", "gnn": "train_gnn",
                                 "ensemble": "ensemble"}   # model (predictions folder) -> stage writing its metrics
@@ -90,7 +91,7 @@ def pruned_index(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
             missing.append(path)
             continue
         frames.append(read_index(pruned_dir, slug).assign(collection=slug))
-    table = _concat(frames, ["collection", "split", "graph_id"])
+    table = _concat(frames, ["collection"] + INDEX_COLUMNS)
     return table[["collection"] + [c for c in table.columns if c != "collection"]], missing
 
 
@@ -197,6 +198,23 @@ def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, 
         missing += absent
     table = _concat([f for f in frames if len(f)], ["collection", "split", "graph_id", "score", "model"])
     return table[["collection", "model", "split", "graph_id", "score"]], missing
+
+
+def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models: Sequence[str] = tuple(MODEL_STAGES),
+                      splits: Sequence[str] = SCORED_SPLITS) -> Found:
+    """What each model predicted: collection, model, split, graphs, configs (scores in the predictions file)."""
+    rows, missing = [], []
+    for model in models:
+        for slug in slugs:
+            for split in splits:
+                path = predictions_path(predictions_dir, model, slug, split)
+                if not path.exists():
+                    missing.append(path)
+                    continue
+                preds = load_predictions(path)
+                rows.append({"collection": slug, "model": model, "split": split, "graphs": len(preds),
+                             "configs": sum(len(preds[g]) for g in preds)})
+    return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "graphs", "configs"]), missing
 
 
 def rank_scatter(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:

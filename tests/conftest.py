@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +82,41 @@ def tiny_npz(tmp_path: Path) -> dict[str, Path]:
         "layout": write_npz(npz / "layout" / "xla" / "random" / "train" / "tiny_layout.npz", make_layout_arrays()),
         "tile": write_npz(npz / "tile" / "xla" / "train" / "tiny_tile.npz", make_tile_arrays()),
     }
+
+
+# --- end-to-end: one `dvc repro` on synthetic_ci shared by every test that needs stage outputs ---
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def run(cmd, cwd, env):
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def copy_repo(dest: Path) -> None:
+    """Copy what a fresh clone would hold (tracked + untracked-not-ignored files), no outputs or venv."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    for name in files:
+        src = ROOT / name
+        if src.is_file() and not name.startswith(("data/", "models/", "predictions/", "metrics/", "plots/")):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+@pytest.fixture(scope="session")
+def repo(tmp_path_factory):
+    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=synthetic_ci (shared)."""
+    dest = tmp_path_factory.mktemp("repo")
+    copy_repo(dest)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
+           "WANDB_SILENT": "true", "OMP_WAIT_POLICY": "PASSIVE", "DVC_NO_ANALYTICS": "1"}
+    env.pop("DVC_ROOT", None)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
+        run(cmd, dest, env)
+    run([str(BIN / "python"), "-m", "pipeline.config", "data=synthetic_ci"], dest, env)
+    run([str(BIN / "dvc"), "repro"], dest, env)
+    return dest, env

@@ -1,47 +1,11 @@
 """End-to-end: `dvc repro` on the synthetic_ci preset in a temporary copy of the repository."""
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-
-
-def run(cmd, cwd, env):
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
-def copy_repo(dest: Path) -> None:
-    """Copy what a fresh clone would hold (tracked + untracked-not-ignored files), no outputs or venv."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.splitlines()
-    for name in files:
-        src = ROOT / name
-        if src.is_file() and not name.startswith(("data/", "models/", "predictions/", "metrics/", "plots/")):
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("repo")
-    copy_repo(dest)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
-           "WANDB_SILENT": "true", "OMP_WAIT_POLICY": "PASSIVE", "DVC_NO_ANALYTICS": "1"}
-    env.pop("DVC_ROOT", None)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
-        run(cmd, dest, env)
-    run([str(BIN / "python"), "-m", "pipeline.config", "data=synthetic_ci"], dest, env)
-    run([str(BIN / "dvc"), "repro"], dest, env)
-    return dest, env
+from conftest import BIN, run
 
 
 @pytest.mark.slow
@@ -71,3 +35,42 @@ def test_check_rejects_a_broken_submission(repo):
 def test_offline_wandb_runs_land_in_the_repo(repo):
     dest, _ = repo
     assert list((dest / "wandb").glob("offline-run-*")), "no offline wandb run written"
+
+
+def write_download_like(synthetic_npz: Path, dest: Path) -> None:
+    """Re-write a synthetic npz tree the way the real download varies: Kaggle's npz_all/npz/ folder, int32 indices
+    and runtimes, (1, S) node_splits, tile test files without normalizers, half the files compressed."""
+    import numpy as np
+
+    for i, src in enumerate(sorted(synthetic_npz.rglob("*.npz"))):
+        with np.load(src, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        for key in ("edge_index", "node_config_ids", "node_splits"):
+            if key in arrays:
+                arrays[key] = arrays[key].astype(np.int32)
+        if "node_config_feat" in arrays:
+            arrays["config_runtime"] = arrays["config_runtime"].astype(np.int32)
+        if src.parent.name == "test":
+            arrays.pop("config_runtime_normalizers", None)
+        out = dest / src.relative_to(synthetic_npz.parent)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        (np.savez_compressed if i % 2 else np.savez)(out, **arrays)
+
+
+@pytest.mark.slow
+def test_real_download_layout_gives_the_same_submission(repo, tmp_path_factory):
+    """`dvc exp run -S data=tpugraphs -S data.root=...` on a download-like copy of the same graphs (dtype
+    variants, npz_all/ layout, compressed members) reproduces the synthetic run's submission byte for byte."""
+    shared, env = repo
+    expected = (shared / "submissions" / "submission.csv").read_bytes()
+    dest = tmp_path_factory.mktemp("exp") / "repo"
+    shutil.copytree(shared, dest, symlinks=True)          # leave the shared run as it is for other tests
+    download = tmp_path_factory.mktemp("download") / "npz_all"
+    write_download_like(dest / "data" / "synthetic" / "npz", download)
+    run([str(BIN / "dvc"), "exp", "run", "-S", "data=tpugraphs", "-S", f"data.root={download}"], dest, env)
+    assert (dest / "submissions" / "submission.csv").read_bytes() == expected
+    out = run([str(BIN / "python"), "-m", "pipeline.submit", "--check", str(dest / "submissions" / "submission.csv"),
+               "data=tpugraphs", f"data.root={download}"], dest, env)
+    assert "valid submission" in out.stdout
+    shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], dest, env).stdout
+    assert "tpugraphs" in shown
