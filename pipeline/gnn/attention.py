@@ -8,6 +8,9 @@ its batch, which is why inference averages several random config orderings (TTA)
   configs that re-weights each feature, concatenated with its input to keep the config's own signal. Here the
   weights are scaled by the number of configs (mean weight 1), so the layer means the same at 64 training configs
   and at a few hundred inference configs.
+- `ConfigCenter` (per node, inside every SAGE block): x mixed with x minus its mean over the configs. Configs of a
+  `default` search differ from each other in a few nodes only; centering along the configs axis cancels what they
+  share, so the few nodes a config changes stand out instead of being a small change on a large embedding.
 - `ConfigSelfAttention` (per config, after pooling): a pre-norm transformer block (multi-head attention + MLP)
   over the pooled config embeddings, without positional encodings, so each config attends to all others.
 """
@@ -31,6 +34,22 @@ class ConfigGate(nn.Module):
         temperature = self.temperature.abs().clamp(min=1e-2)
         weights = torch.softmax(x.float() / temperature, dim=0).to(x.dtype) * n_configs  # [configs, nodes, dim]
         return self.mix_self(x) + self.mix_cross(x * weights)                             # [configs, nodes, dim]
+
+
+class ConfigCenter(nn.Module):
+    """[configs, nodes, dim] -> [configs, nodes, dim]: W_self x + W_diff (x - mean over configs of x)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.mix_self = nn.Linear(dim, dim)
+        self.mix_diff = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        centered = x - x.mean(dim=0, keepdim=True)                   # [configs, nodes, dim]
+        return self.mix_self(x) + self.mix_diff(centered)
+
+
+MIXERS = {"gate": ConfigGate, "center": ConfigCenter}
 
 
 class ConfigSelfAttention(nn.Module):

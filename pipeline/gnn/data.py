@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from pipeline.gnn import layout_inputs
 from pipeline.pruned import PrunedGraph
 
 LAYOUT_VALUE_MIN = -1        # node_config_feat values: -1 (padding / compiler default) .. 5 (a dimension index)
@@ -40,6 +41,12 @@ class GraphTensors:
     inv_deg_producer: torch.Tensor     # [nodes] float32, 1 / consumers per node
     node_config_ids: torch.Tensor | None = None   # [configurable nodes] int64 (layout)
     operand_dims: torch.Tensor | None = None      # [configurable nodes, 3, 6] float32 raw dim sizes (layout)
+    hlo_code: torch.Tensor | None = None          # [nodes] int64 base-7 code of each node's HLO layout (layout)
+    default_blocks: torch.Tensor | None = None    # [configurable nodes, 3, 6] int64 HLO layouts (+1) a default
+                                                  # output / input / kernel block stands for (layout)
+    edge_slot: torch.Tensor | None = None         # [edges] int64 config block (1 input, 2 kernel) the edge feeds, -1
+    edge_consumer_k: torch.Tensor | None = None   # [edges] int64 position of the consumer in node_config_ids, -1
+    log_elements: torch.Tensor | None = None      # [nodes] float32 log1p(elements of the node's output)
 
     @property
     def n_nodes(self) -> int:
@@ -77,17 +84,36 @@ def graph_tensors(graph: PrunedGraph) -> GraphTensors:
     producer = torch.from_numpy(edges[:, 1].copy())
     deg_consumer = torch.bincount(consumer, minlength=n).clamp(min=1).float()  # [nodes] producers per node
     deg_producer = torch.bincount(producer, minlength=n).clamp(min=1).float()  # [nodes] consumers per node
-    config_ids = operand_dims = None
+    layout = {}
     if graph.node_config_ids is not None:
         ids = np.asarray(graph.node_config_ids, dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= n):
             raise ValueError(f"{_where(graph)}: node_config_ids expected 0..{n - 1}, found {ids.min()}..{ids.max()}")
-        config_ids = torch.from_numpy(ids.copy())
-        operand_dims = torch.from_numpy(layout_operand_dims(graph, ids, edges))
+        layout = layout_static(graph, ids, edges)
     return GraphTensors(graph_id=graph.graph_id, node_feat=torch.from_numpy(node_feat.copy()),
                         node_opcode=torch.from_numpy(opcode.copy()), consumer=consumer, producer=producer,
-                        inv_deg_consumer=1.0 / deg_consumer, inv_deg_producer=1.0 / deg_producer,
-                        node_config_ids=config_ids, operand_dims=operand_dims)
+                        inv_deg_consumer=1.0 / deg_consumer, inv_deg_producer=1.0 / deg_producer, **layout)
+
+
+def layout_static(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> dict[str, torch.Tensor]:
+    """The config-independent layout tensors of a layout graph (GraphTensors fields, see layout_inputs)."""
+    raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
+    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < layout_inputs.LAYOUT_COLUMNS.stop:
+        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
+    hlo = layout_inputs.hlo_layouts(raw)                                   # [nodes, 6] values + 1
+    slots = layout_inputs.operand_slots(edges, ids, graph.n_nodes)         # [edges]
+    position = np.full(graph.n_nodes, -1, np.int64)
+    position[ids] = np.arange(len(ids))
+    defaults = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.int64)     # [configurable, 3, 6]
+    defaults[:, 0] = hlo[ids]
+    fed = slots >= 0
+    defaults[position[edges[fed, 0]], slots[fed]] = hlo[edges[fed, 1]]
+    hlo_t = torch.from_numpy(hlo)
+    return {"node_config_ids": torch.from_numpy(ids.copy()),
+            "operand_dims": torch.from_numpy(layout_operand_dims(graph, ids, edges)),
+            "hlo_code": layout_inputs.block_codes(hlo_t), "default_blocks": torch.from_numpy(defaults),
+            "edge_slot": torch.from_numpy(slots), "edge_consumer_k": torch.from_numpy(position[edges[:, 0]]),
+            "log_elements": torch.from_numpy(layout_inputs.log_elements(raw))}
 
 
 def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> np.ndarray:

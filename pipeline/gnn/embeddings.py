@@ -11,6 +11,7 @@ from torch import nn
 
 from pipeline.gnn.data import (LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS, NODE_CONFIG_FEAT_DIM,
                                NUM_OPCODES, TILE_CONFIG_FEAT_DIM)
+from pipeline.gnn.layout_inputs import MISMATCH_FEATURES, effective_configs, mismatch_features
 
 LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
 TPU_TILE = (8, 128)          # (second-minor, minor) tile of TPU memory layouts: padding depends on these dims
@@ -53,32 +54,44 @@ class NodeEncoder(nn.Module):
 class LayoutConfigEncoder(nn.Module):
     """Adds the per-config part to a node embedding.
 
-    forward(node_h [nodes, hidden], node_config_ids [configurable], configs [configs, configurable, 18] in 0..6,
-    operand_dims [configurable, 3, 6]) -> [configs, nodes, hidden]. The config part sees the embedded values and
-    the dimension sizes they put minor (`layout_dim_features`).
+    forward(node_h [nodes, hidden], graph GraphTensors, configs [configs, configurable, 18] in 0..6)
+    -> [configs, nodes, hidden]. The config part of a configurable node sees its embedded layout values and the
+    dimension sizes they put minor (`layout_dim_features`). With `effective`, default (-1) blocks are first replaced
+    by the HLO layouts they stand for, plus a per-block "was default" flag; with `mismatch`, every node also gets
+    its mismatched in/out edges under the config (`layout_inputs.mismatch_features`, the copies a config costs).
     """
 
-    def __init__(self, hidden: int, value_dim: int):
+    def __init__(self, hidden: int, value_dim: int, effective: bool = False, mismatch: bool = False):
         super().__init__()
+        self.effective, self.mismatch = effective, mismatch
         self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
         # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
-        self.proj = nn.Sequential(nn.Linear(NODE_CONFIG_FEAT_DIM * value_dim + LAYOUT_BLOCKS * DIM_FEATURES_PER_BLOCK, hidden),
-                                  nn.GELU(), nn.Linear(hidden, hidden))
+        width = NODE_CONFIG_FEAT_DIM * value_dim + LAYOUT_BLOCKS * DIM_FEATURES_PER_BLOCK
+        width += LAYOUT_BLOCKS if effective else 0
+        self.proj = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden))
         self.not_configurable = nn.Parameter(torch.zeros(hidden))
+        self.copies = nn.Linear(MISMATCH_FEATURES, hidden) if mismatch else None
 
-    def forward(self, node_h: torch.Tensor, node_config_ids: torch.Tensor, configs: torch.Tensor,
-                operand_dims: torch.Tensor) -> torch.Tensor:
+    def forward(self, node_h: torch.Tensor, graph, configs: torch.Tensor) -> torch.Tensor:
         n_configs, n_cfg_nodes, _ = configs.shape
+        parts = []
+        if self.effective or self.mismatch:
+            effective, is_default = effective_configs(configs, graph.default_blocks)  # [configs, configurable, 18]
+        if self.effective:
+            configs = effective
+            parts.append(is_default.to(node_h.dtype))                  # [configs, configurable, 3]
         emb = self.value(configs)                                     # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
-        dims = layout_dim_features(configs, operand_dims)             # [configs, configurable, 3, 8]
+        dims = layout_dim_features(configs, graph.operand_dims)       # [configs, configurable, 3, 8]
         dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 24]
-        cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype)], dim=-1))                                        # [configs, configurable, hidden]
+        cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype), *parts], dim=-1))  # [configs, configurable, hidden]
         base = node_h + self.not_configurable                         # [nodes, hidden]
         x = base.unsqueeze(0).expand(n_configs, -1, -1)               # [configs, nodes, hidden]
+        if self.copies is not None:
+            x = x + self.copies(mismatch_features(effective, is_default, graph).to(x.dtype))  # [configs, nodes, hidden]
         # configurable nodes: replace the marker by their config embedding
         delta = cfg_h - self.not_configurable                         # [configs, configurable, hidden]
-        return x.index_add(1, node_config_ids, delta.to(x.dtype))     # [configs, nodes, hidden]
+        return x.index_add(1, graph.node_config_ids, delta.to(x.dtype))  # [configs, nodes, hidden]
 
 
 class TileConfigEncoder(nn.Module):

@@ -52,6 +52,26 @@ class NodeNorm(nn.Module):
         return x
 
 
+class SharedDropout(nn.Module):
+    """Dropout whose mask is shared by every config: [configs, nodes, dim], one mask [1, nodes, dim].
+
+    Configs of a graph are compared with each other; independent masks per config would add noise to every
+    node of every config, swamping the few nodes in which `default`-search configs differ.
+    """
+
+    def __init__(self, p: float):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"gnn.dropout={p}; expected 0 <= p < 1")
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        keep = torch.empty((1, *x.shape[1:]), device=x.device, dtype=x.dtype).bernoulli_(1.0 - self.p)
+        return x * keep / (1.0 - self.p)                             # [configs, nodes, dim]
+
+
 class SAGEConv(nn.Module):
     """x_i' = W_self x_i + W_p mean_{producers j of i} x_j + W_c mean_{consumers j of i} x_j."""
 
@@ -80,7 +100,7 @@ class SAGEBlock(nn.Module):
         self.norm = NodeNorm(norm, dim)
         self.conv = SAGEConv(dim, dim)
         self.act = nn.GELU()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = SharedDropout(dropout)
         self.mixer = mixer
         self.residual = residual
 

@@ -14,14 +14,23 @@ def _check(scores: torch.Tensor, runtimes: torch.Tensor) -> None:
         raise ValueError(f"scores {tuple(scores.shape)} and runtimes {tuple(runtimes.shape)} must be equal 1-d shapes")
 
 
-def pairwise_hinge(scores: torch.Tensor, runtimes: torch.Tensor, margin: float) -> torch.Tensor:
-    """Mean over ordered pairs (runtime_i < runtime_j) of max(0, margin - (score_j - score_i)).
+def ordered_pairs(runtimes: torch.Tensor, min_gap: float = 0.0) -> torch.Tensor:
+    """bool [configs, configs]: config i is faster than j by more than a relative gap `min_gap`.
+
+    runtime_j > runtime_i * (1 + min_gap); with min_gap > 0, near-tied pairs (measurement noise, duplicates that
+    survived de-duplication) carry no order.
+    """
+    return runtimes[None, :] > runtimes[:, None] * (1.0 + min_gap)
+
+
+def pairwise_hinge(scores: torch.Tensor, runtimes: torch.Tensor, margin: float, min_gap: float = 0.0) -> torch.Tensor:
+    """Mean over ordered pairs (`ordered_pairs`, i faster than j) of max(0, margin - (score_j - score_i)).
 
     Zero when every faster config scores at least `margin` lower than every slower one; pairs with equal runtimes
-    are ignored. Returns 0 (with a gradient path) when no pair is ordered.
+    (or closer than min_gap) are ignored. Returns 0 (with a gradient path) when no pair is ordered.
     """
     _check(scores, runtimes)
-    faster = runtimes[:, None] < runtimes[None, :]                   # [configs, configs], i faster than j
+    faster = ordered_pairs(runtimes, min_gap)                        # [configs, configs], i faster than j
     gap = scores[None, :] - scores[:, None]                          # [configs, configs], score_j - score_i
     hinge = torch.relu(margin - gap.float())
     pairs = faster.sum()
@@ -41,10 +50,11 @@ def listmle(scores: torch.Tensor, runtimes: torch.Tensor) -> torch.Tensor:
     return (tail_lse - logits).mean()
 
 
-def ranking_loss(name: str, scores: torch.Tensor, runtimes: torch.Tensor, margin: float) -> torch.Tensor:
-    """The configured loss (`gnn.loss`)."""
+def ranking_loss(name: str, scores: torch.Tensor, runtimes: torch.Tensor, margin: float,
+                 min_gap: float = 0.0) -> torch.Tensor:
+    """The configured loss (`gnn.loss`); min_gap applies to the pairwise hinge."""
     if name == "pairwise_hinge":
-        return pairwise_hinge(scores, runtimes, margin)
+        return pairwise_hinge(scores, runtimes, margin, min_gap)
     if name == "listmle":
         return listmle(scores, runtimes)
     raise ValueError(f"gnn.loss={name!r}; expected one of {LOSSES}")

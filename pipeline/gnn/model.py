@@ -1,7 +1,10 @@
 """The cost models: one score per configuration, lower = predicted faster.
 
-- `LayoutModel` (early fusion): node + layout-config embeddings `[configs, nodes, hidden]` -> SAGE blocks (each with
-  the cross-config gate when enabled) -> mean+max pooling over nodes -> config self-attention -> MLP head.
+- `LayoutModel` (early fusion): node + layout-config embeddings `[configs, nodes, hidden]` (optionally with the
+  effective layouts and the mismatched edges a config causes) -> SAGE blocks (each with a cross-config mixer when
+  enabled: the 1st-place gate or centering over configs) -> score = reduction (sum or mean) over nodes of a
+  per-node scalar head (runtime is a sum of per-op costs, as the 2nd place's sum-reduced outputs) + optionally an
+  MLP head on mean+max pooled nodes (after config self-attention when enabled).
 - `TileModel` (late fusion, 1st place): the graph is encoded once (`[1, nodes, hidden]`, config-independent),
   pooled, then joined with the embedded 24 tile config features -> config self-attention -> MLP head.
 """
@@ -12,12 +15,13 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from pipeline.gnn.attention import ConfigGate, ConfigSelfAttention
+from pipeline.gnn.attention import MIXERS, ConfigSelfAttention
 from pipeline.gnn.data import GraphTensors
 from pipeline.gnn.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
-from pipeline.gnn.layers import SAGEBlock
+from pipeline.gnn.layers import SAGEBlock, SharedDropout
 
 KINDS = ("layout", "tile")
+REDUCTIONS = ("sum", "mean")
 
 
 @dataclass(frozen=True)
@@ -35,14 +39,28 @@ class ModelSpec:
     residual: bool
     cross_attention: bool
     attention_heads: int
+    cross_mixer: str = "gate"        # per-node config mixer in every block when cross_attention: gate | center
+    cross_pooled: bool = True        # config self-attention over pooled embeddings when cross_attention
+    effective_layout: bool = False   # layout: default blocks replaced by the layouts they stand for (+ flags)
+    edge_mismatch: bool = False      # layout: per-node counts of mismatched (copy) edges under the config
+    node_reduce: str = "mean"        # layout: sum | mean of the per-node scalar head over nodes
+    pooled_head: bool = True         # layout: add the MLP head on mean+max pooled nodes
 
     @classmethod
     def from_cfg(cls, kind: str, node_feat_dim: int, gnn) -> "ModelSpec":
-        """Build from the `gnn` config group."""
-        return cls(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden), opcode_dim=int(gnn.opcode_dim),
-                   config_value_dim=int(gnn.config_value_dim), layers=int(gnn.layers), dropout=float(gnn.dropout),
-                   norm=str(gnn.norm), residual=bool(gnn.residual), cross_attention=bool(gnn.cross_attention),
-                   attention_heads=int(gnn.attention_heads))
+        """Build from the `gnn` config group (keys added later fall back to the dataclass defaults)."""
+        optional = {f: gnn.get(f) for f in ("cross_mixer", "cross_pooled", "effective_layout", "edge_mismatch",
+                                            "node_reduce", "pooled_head") if gnn.get(f) is not None}
+        spec = cls(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden),
+                   opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim),
+                   layers=int(gnn.layers), dropout=float(gnn.dropout), norm=str(gnn.norm),
+                   residual=bool(gnn.residual), cross_attention=bool(gnn.cross_attention),
+                   attention_heads=int(gnn.attention_heads), **optional)
+        if spec.cross_mixer not in MIXERS:
+            raise ValueError(f"gnn.cross_mixer={spec.cross_mixer!r}; expected one of {tuple(MIXERS)}")
+        if spec.node_reduce not in REDUCTIONS:
+            raise ValueError(f"gnn.node_reduce={spec.node_reduce!r}; expected one of {REDUCTIONS}")
+        return spec
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -54,12 +72,18 @@ def pool_nodes(x: torch.Tensor) -> torch.Tensor:
 
 
 def _head(dim_in: int, hidden: int, dropout: float) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(dim_in, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, 1))
+    """MLP to one scalar; the output layer starts at zero, so the first scores are all equal (no random initial
+    order whose scale the ranking loss would first have to shrink, which summing over nodes makes large)."""
+    out = nn.Linear(hidden, 1)
+    nn.init.zeros_(out.weight)
+    nn.init.zeros_(out.bias)
+    return nn.Sequential(nn.Linear(dim_in, hidden), nn.GELU(), SharedDropout(dropout), out)
 
 
-def _blocks(spec: ModelSpec, gated: bool) -> nn.ModuleList:
+def _blocks(spec: ModelSpec, mixed: bool) -> nn.ModuleList:
     return nn.ModuleList(
-        SAGEBlock(spec.hidden, spec.norm, spec.dropout, spec.residual, ConfigGate(spec.hidden) if gated else None)
+        SAGEBlock(spec.hidden, spec.norm, spec.dropout, spec.residual,
+                  MIXERS[spec.cross_mixer](spec.hidden) if mixed else None)
         for _ in range(spec.layers))
 
 
@@ -70,25 +94,31 @@ class LayoutModel(nn.Module):
         super().__init__()
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
-        self.configs = LayoutConfigEncoder(spec.hidden, spec.config_value_dim)
-        self.blocks = _blocks(spec, gated=spec.cross_attention)
+        self.configs = LayoutConfigEncoder(spec.hidden, spec.config_value_dim, spec.effective_layout,
+                                           spec.edge_mismatch)
+        self.blocks = _blocks(spec, mixed=spec.cross_attention)
         pooled = 2 * spec.hidden
-        self.attention = ConfigSelfAttention(pooled, spec.attention_heads, spec.dropout) if spec.cross_attention else None
-        self.head = _head(pooled, spec.hidden, spec.dropout)
-        self.node_head = _head(spec.hidden, spec.hidden, spec.dropout)   # additive per-node cost (mean over nodes)
+        self.attention = None
+        if spec.pooled_head and spec.cross_attention and spec.cross_pooled:
+            self.attention = ConfigSelfAttention(pooled, spec.attention_heads, spec.dropout)
+        self.head = _head(pooled, spec.hidden, spec.dropout) if spec.pooled_head else None
+        self.node_head = _head(spec.hidden, spec.hidden, spec.dropout)   # additive per-node cost
 
     def forward(self, graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
         if graph.node_config_ids is None:
             raise ValueError(f"graph {graph.graph_id}: a layout model needs node_config_ids")
         node_h = self.nodes(graph.node_feat, graph.node_opcode)              # [nodes, hidden]
-        x = self.configs(node_h, graph.node_config_ids, configs, graph.operand_dims)  # [configs, nodes, hidden]
+        x = self.configs(node_h, graph, configs)                             # [configs, nodes, hidden]
         for block in self.blocks:
             x = block(x, graph)                                              # [configs, nodes, hidden]
-        per_node = self.node_head(x).squeeze(-1).mean(dim=1)                 # [configs]
+        per_node = self.node_head(x).squeeze(-1)                             # [configs, nodes]
+        score = per_node.sum(dim=1) if self.spec.node_reduce == "sum" else per_node.mean(dim=1)  # [configs]
+        if self.head is None:
+            return score
         z = pool_nodes(x)                                                    # [configs, 2 * hidden]
         if self.attention is not None:
             z = self.attention(z)
-        return self.head(z).squeeze(-1) + per_node                           # [configs]
+        return self.head(z).squeeze(-1) + score                              # [configs]
 
 
 class TileModel(nn.Module):
@@ -98,7 +128,7 @@ class TileModel(nn.Module):
         super().__init__()
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
-        self.blocks = _blocks(spec, gated=False)  # the graph pass has one "config": nothing to compare
+        self.blocks = _blocks(spec, mixed=False)  # the graph pass has one "config": nothing to compare
         self.configs = TileConfigEncoder(spec.hidden)
         fused = 2 * spec.hidden
         self.fuse = nn.Sequential(nn.Linear(3 * spec.hidden, fused), nn.GELU())

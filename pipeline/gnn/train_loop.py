@@ -108,7 +108,8 @@ def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: i
         with sync:
             with autocast(device, bool(gnn.amp)):
                 scores = model(tensors, configs)                            # [configs]
-            loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin)) / len(graphs)
+            loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin),
+                                float(gnn.get("min_gap", 0.0))) / len(graphs)
             loss.backward()
         total += float(loss.detach()) * len(graphs)
         seen += len(rows)

@@ -1,0 +1,76 @@
+"""Quick local sweeps of one stage with Hydra multirun; DVC does not track them (use `dvc exp run --queue` for that).
+
+    python -m pipeline.sweep train_lgbm --collection tile-xla lgbm.num_leaves=15,63 lgbm.learning_rate=0.05,0.1
+
+Hydra expands the sweep (its full override grammar: `a=1,2`, `range(...)`, group lists `gnn=default,kaggle`) and
+runs one job per combination. Each job composes conf/ with its overrides, reads the stage's inputs where that
+config says (pass the same `data=...` you ran the pipeline with) and writes the stage's outputs under
+`<paths.multirun_dir>/<stage>-<collection>/<job>/`, never over the pipeline's own. A summary table of the jobs'
+scores is printed and saved as `summary.csv` beside them.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from pipeline.config import CONF_DIR, compose, repo_root
+from pipeline.tpugraphs import Collection
+
+STAGES = ("heuristic", "train_lgbm", "train_gnn", "ensemble")
+OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
+
+
+def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> Path:
+    """Where the jobs of one sweep go: `<paths.multirun_dir>/<stage>-<collection>`."""
+    fixed = [o for o in overrides if "," not in o and "(" not in o]   # the sweep's non-swept overrides
+    return Path(compose(fixed).paths.multirun_dir) / f"{stage}-{collection.slug}"
+
+
+def summarize(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
+    """One row per job: its overrides and the valid (and test) score from its metrics file."""
+    rows = []
+    for job in sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
+        overrides = (job / ".hydra" / "overrides.yaml").read_text().strip().replace("\n", " ")
+        result = json.loads((job / "metrics" / stage / f"{collection.slug}.json").read_text())
+        rows.append({"job": int(job.name), "overrides": overrides,
+                     **{f"{s}_score": result[s]["score"] for s in ("valid", "test") if s in result}})
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stage", choices=STAGES)
+    parser.add_argument("--collection", required=True)
+    args, overrides = parser.parse_known_args(argv)
+    stage = importlib.import_module(f"pipeline.{args.stage}")
+    collection = Collection.parse(args.collection)
+    folder = sweep_dir(args.stage, collection, overrides)
+
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+
+    @hydra.main(version_base=None, config_path=str(repo_root() / CONF_DIR), config_name="config")
+    def job(cfg) -> None:
+        job_dir = Path(HydraConfig.get().runtime.output_dir)
+        for key in OUTPUT_PATHS:
+            cfg.paths[key] = str(job_dir / Path(cfg.paths[key]).name)
+        stage.run(cfg, collection)
+
+    sys.argv = [f"{__package__}.sweep", "--multirun", *overrides, f"hydra.sweep.dir={folder}",
+                "hydra.sweep.subdir=${hydra.job.num}", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
+    job()
+    table = summarize(folder, args.stage, collection)
+    table.to_csv(folder / "summary.csv", index=False)
+    print(table.to_string(index=False))
+    return table
+
+
+if __name__ == "__main__":
+    main()

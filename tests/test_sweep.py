@@ -1,0 +1,18 @@
+import pandas as pd
+
+from pipeline import sweep, synthesize
+from pipeline.config import compose
+
+
+def test_sweep_runs_one_job_per_combination_into_its_own_folder(tmp_path):
+    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=synthetic_ci"]
+    synthesize.run(compose(data))
+    table = sweep.main(["heuristic", "--collection", "tile-xla", "heuristic.chunk_size=10,20", "seed=1,2",
+                        f"paths.multirun_dir={tmp_path / 'multirun'}", *data])
+    assert len(table) == 4 and table["job"].tolist() == [0, 1, 2, 3]
+    assert table["overrides"].str.contains("heuristic.chunk_size=20").sum() == 2
+    folder = tmp_path / "multirun" / "heuristic-tile-xla"
+    for job in range(4):
+        assert (folder / str(job) / "predictions" / "heuristic" / "tile-xla" / "test.npz").exists()
+    assert pd.read_csv(folder / "summary.csv")["valid_score"].notna().all()
+    assert not (tmp_path / "predictions").exists()
