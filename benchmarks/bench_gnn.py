@@ -79,7 +79,7 @@ def _train_case(args: tuple) -> dict:
         tic = time.perf_counter()
         opt.zero_grad()
         loss = ranking_loss(str(gnn.loss), model(g, config_batch("layout", graph, rows)), runtimes(graph, rows),
-                            float(gnn.margin))
+                            float(gnn.margin), float(gnn.min_gap))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - tic)

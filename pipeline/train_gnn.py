@@ -38,15 +38,20 @@ PREDICTED_SPLITS = ("valid", "test")
 CURVE_FILE = "curve.csv"
 
 
+def by_collection(gnn: DictConfig, key: str, collection: Collection) -> float:
+    """gnn.<key>: one number, or a mapping by search (`random`/`default`) with `tile` for tile."""
+    value = gnn[key]
+    if isinstance(value, (int, float)):
+        return value
+    entry = "tile" if collection.kind == "tile" else collection.search
+    if entry not in value:
+        raise ValueError(f"gnn.{key} has no entry {entry!r} for {collection.name}; found {list(value)}")
+    return value[entry]
+
+
 def configs_per_graph(gnn: DictConfig, collection: Collection) -> int:
     """gnn.configs_per_graph: one number, or a mapping by search (`random`/`default`) with `tile` for tile."""
-    value = gnn.configs_per_graph
-    if isinstance(value, int):
-        return value
-    key = "tile" if collection.kind == "tile" else collection.search
-    if key not in value:
-        raise ValueError(f"gnn.configs_per_graph has no entry {key!r} for {collection.name}; found {list(value)}")
-    return int(value[key])
+    return int(by_collection(gnn, "configs_per_graph", collection))
 
 
 def load_split(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
@@ -96,7 +101,8 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
             run.log(row, step=row["epoch"])
 
     result = fit(wrapped, spec, collection.kind, train, valid, gnn, configs_per_graph(gnn, collection), int(cfg.seed),
-                 model_dir / ckpt.CHECKPOINT_FILE, device, info, on_epoch, max_epochs)
+                 model_dir / ckpt.CHECKPOINT_FILE, device, info, on_epoch, max_epochs,
+                 lr=float(by_collection(gnn, "lr", collection)))
     best = build_model(spec)
     best.load_state_dict(result.best_state)
     if info.is_main:
@@ -126,7 +132,7 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     return merged
 
 
-def run_stage(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) -> dict | None:
+def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) -> dict | None:
     """The whole stage for one collection; returns the metrics dict on rank 0 (None on other ranks)."""
     from pipeline import evaluate, tracking
 
@@ -163,7 +169,7 @@ def run_stage(cfg: DictConfig, collection: Collection, max_epochs: int | None = 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__, argv)
     collection = Collection.parse(args.collection)
-    metrics = run_stage(cfg, collection)
+    metrics = run(cfg, collection)
     if metrics is not None:
         scores = {s: round(metrics[s]["score"], 4) for s in PREDICTED_SPLITS if s in metrics}
         print(f"[{STAGE} {collection.slug}] {scores} in {metrics['seconds']} s")

@@ -87,6 +87,7 @@ def tiny_npz(tmp_path: Path) -> dict[str, Path]:
 # --- end-to-end: one `dvc repro` on synthetic_ci shared by every test that needs stage outputs ---
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+OUTPUT_FOLDERS = ("data/", "models/", "predictions/", "metrics/", "plots/", "submissions/")  # stage outputs: not copied
 
 
 def run(cmd, cwd, env):
@@ -101,7 +102,7 @@ def copy_repo(dest: Path) -> None:
                            capture_output=True, text=True, check=True).stdout.splitlines()
     for name in files:
         src = ROOT / name
-        if src.is_file() and not name.startswith(("data/", "models/", "predictions/", "metrics/", "plots/")):
+        if src.is_file() and not name.startswith(OUTPUT_FOLDERS):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
 

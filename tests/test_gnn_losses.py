@@ -27,6 +27,14 @@ def test_hinge_ignores_ties():
     assert pairwise_hinge(torch.tensor([5.0, 0.0]), tied, 1.0).item() == 0.0
 
 
+def test_hinge_min_gap_ignores_near_ties():
+    runtimes = torch.tensor([100.0, 100.2, 110.0])
+    scores = torch.tensor([1.0, 0.0, 2.0])               # the 0.2% pair is reversed, the others ordered by >= 1
+    assert pairwise_hinge(scores, runtimes, 1.0, min_gap=0.0).item() == pytest.approx(2 / 3)  # (2 + 0 + 0) / 3
+    assert pairwise_hinge(scores, runtimes, 1.0, min_gap=0.005).item() == 0.0
+    assert ranking_loss("pairwise_hinge", scores, runtimes, 1.0, 0.005).item() == 0.0
+
+
 def test_listmle_by_hand():
     # two configs, faster first: loss = mean([lse(-s0, -s1) + s0, lse(-s1) + s1]) = log(1 + exp(s0 - s1)) / 2
     s = torch.tensor([0.0, 1.0])

@@ -110,6 +110,15 @@ def test_configs_per_graph_by_search():
     assert train_gnn.configs_per_graph(compose(["gnn.configs_per_graph=8"]).gnn, Collection.parse("tile-xla")) == 8
 
 
+def test_learning_rate_by_collection_kind_or_one_number():
+    cfg = compose(["gnn.lr.tile=0.5", "gnn.lr.default=0.25"])
+    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("tile-xla")) == 0.5
+    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("layout-xla-default")) == 0.25
+    assert train_gnn.by_collection(compose(["gnn.lr=0.125"]).gnn, "lr", Collection.parse("tile-xla")) == 0.125
+    with pytest.raises(ValueError, match="no entry 'random'"):
+        train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
+
+
 def test_ddp_two_cpu_processes(tmp_path):
     collection = Collection.parse("layout-xla-random")
     write_collection(tmp_path, collection)

@@ -119,8 +119,10 @@ def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: i
 def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedGraph],
         valid_graphs: list[PrunedGraph], gnn, configs_per_graph: int, seed: int, checkpoint_path: Path,
         device: torch.device, info: DistInfo = DistInfo(), on_epoch: Callable[[dict], None] | None = None,
-        max_epochs: int | None = None) -> FitResult:
+        max_epochs: int | None = None, lr: float | None = None) -> FitResult:
     """Train `model` (already on `device`, DDP-wrapped when distributed) and select the best epoch on valid.
+
+    `lr` is the peak learning rate (None: gnn.lr, which must then be a number).
 
     Writes the resumable checkpoint (rank 0) after every epoch; with gnn.resume it continues from it.
     `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
@@ -128,7 +130,8 @@ def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedG
     if not train_graphs:
         raise ValueError("train_gnn: no train graphs in the pruned collection")
     core = model.module if info.enabled else model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=float(gnn.lr), weight_decay=float(gnn.weight_decay))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=float(gnn.lr if lr is None else lr),
+                                  weight_decay=float(gnn.weight_decay))
     per_rank = -(-len(train_graphs) // info.world)
     gps = max(1, int(gnn.graphs_per_step))
     steps = int(gnn.steps_per_epoch) if gnn.steps_per_epoch else max(1, -(-per_rank // gps))
