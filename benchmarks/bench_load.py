@@ -110,7 +110,7 @@ def report(results: dict, args, file_bytes: int, write_s: float) -> str:
     mib = 1024.0
     sub, full, stream = results["subset"], results["np_load"], results.get("stream")
     lines = [
-        f"# Loading a real-size layout file: subset read vs `np.load`",
+        "# Loading a real-size layout file: subset read vs `np.load`",
         "",
         f"File: layout npz, `node_config_feat` ({args.configs}, {args.nodes}, {NODE_CONFIG_FEAT_DIM}) float32, "
         f"STORED member, {file_bytes / 1e9:.2f} GB on disk, written streamed by `NpzWriter.write_chunks` "

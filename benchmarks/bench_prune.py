@@ -29,7 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pipeline.tpugraphs import COLLECTIONS, NODE_CONFIG_FEAT_DIM, SPLITS, Collection  # noqa: E402
+from pipeline.tpugraphs import COLLECTIONS, SPLITS, Collection  # noqa: E402
 
 MEMORY_COLLECTION = "layout:xla:random"
 MIB = 1024.0     # ru_maxrss is in KiB on Linux
@@ -117,7 +117,7 @@ def memory(work: Path, args) -> dict:
 
 
 def markdown(preset: str, rows: list[dict], mem: dict | None, args) -> str:
-    lines = [f"# Stage prune benchmark (`benchmarks/bench_prune.py`)", "",
+    lines = ["# Stage prune benchmark (`benchmarks/bench_prune.py`)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}. "
              f"Defaults of conf/prune (hops=1, dedup=min, workers=1, chunk_size from conf unless noted). Each run "
              f"in a fresh subprocess; peak RSS = the child's ru_maxrss.", ""]

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from pipeline.config import stage_args
 from pipeline.dedup import DEDUP_MODES
+from pipeline.evaluate import write_json
 from pipeline.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.prune_graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import collection_dir, write_index
@@ -175,12 +176,8 @@ def metrics_summary(report: dict) -> dict:
 
 def write_metrics(report: dict, path: str | Path) -> dict:
     """Write `metrics_summary(report)` to `path` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     summary = metrics_summary(report)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_json(summary, Path(path))
     return summary
 
 

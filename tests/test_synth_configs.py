@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.config import compose
 from pipeline.synth import opcodes as op
 from pipeline.synth.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.synth.hlo import HloBuilder

@@ -80,7 +80,7 @@ class _ConvNet:
 
     def squeeze_excite(self, x):
         b, f = self.b, self.dims.output_feature
-        n, (h, w, c) = b.shape(x)[0], self.hwc(x)
+        n, c = b.shape(x)[0], self.hwc(x)[2]
         spatial = [i for i in range(4) if i not in (0, f)]
         pooled = b.reduce(x, spatial)                                           # [n, c]
         hidden = max(8, c // 16)

@@ -12,8 +12,7 @@ import numpy as np
 
 from pipeline.synth import opcodes as op
 from pipeline.synth.hlo import ITEMSIZE, NHWC, HloBuilder, HloGraph, Window
-from pipeline.synth.tile_costmodel import (CONFIG_FEAT_DIM, KERNEL_BOUNDS, OUTPUT_BOUNDS, TileCostParams,
-                                           TileKernel, tile_terms)
+from pipeline.synth.tile_costmodel import CONFIG_FEAT_DIM, TileCostParams, TileKernel, tile_terms
 
 CONV_FAMILIES = ("resnet", "inception", "mobilenet", "unet", "efficientnet", "retinanet", "mask_rcnn")
 NLP_FAMILIES = ("bert", "transformer", "t5", "albert", "gpt")
