@@ -69,8 +69,18 @@ def metrics_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
     return Path(cfg.paths.metrics_dir) / stage / f"{collection.slug}.json"
 
 
+def per_graph_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
+    """`<plots_dir>/<stage>/<slug>_per_graph.csv`: one score per graph and split."""
+    return Path(plots_dir) / stage / f"{slug}_per_graph.csv"
+
+
+def scatter_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
+    """`<plots_dir>/<stage>/<slug>_scatter.csv`: predicted vs true rank of sampled valid configurations."""
+    return Path(plots_dir) / stage / f"{slug}_scatter.csv"
+
+
 def per_graph_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
-    return Path(cfg.paths.plots_dir) / stage / f"{collection.slug}_per_graph.csv"
+    return per_graph_file(cfg.paths.plots_dir, stage, collection.slug)
 
 
 def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per_graph: int) -> pd.DataFrame:
@@ -113,7 +123,7 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
         rows += [{"split": split, "graph_id": g, "score": s} for g, s in scored["per_graph"].items()]
         if split == "valid":
             scatter = rank_scatter(preds, truth, cfg.evaluation.scatter_points_per_graph)
-            write_csv(scatter, per_graph_path(cfg, stage, collection).with_name(f"{collection.slug}_scatter.csv"))
+            write_csv(scatter, scatter_file(cfg.paths.plots_dir, stage, collection.slug))
     write_json(result, metrics_path(cfg, stage, collection))
     write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_path(cfg, stage, collection))
     result["per_graph"] = rows

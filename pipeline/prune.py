@@ -27,11 +27,10 @@ from pipeline.dedup import DEDUP_MODES
 from pipeline.evaluate import write_json
 from pipeline.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.prune_graph import GraphParams, GraphResult, prune_file, write_normalized
-from pipeline.pruned import collection_dir, write_index
+from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, write_index
 from pipeline.tpugraphs import SPLITS, Collection, graph_paths, npz_root
 
 WHOLE_GRAPH = "all"          # prune.hops value that keeps every node
-SUM_KEYS = ("nodes", "edges", "nodes_pruned", "edges_pruned", "configs", "configs_dedup")
 
 
 @dataclass(frozen=True)
@@ -99,11 +98,11 @@ def _peak_rss_mb() -> float:
 
 
 def summarize(rows: list[dict]) -> dict:
-    """Totals of the index rows per split (graphs and SUM_KEYS)."""
+    """Totals of the index rows per split (graphs and COUNT_COLUMNS)."""
     out = {}
     for split in SPLITS:
         split_rows = [r for r in rows if r["split"] == split]
-        out[split] = {"graphs": len(split_rows), **{k: int(sum(r[k] for r in split_rows)) for k in SUM_KEYS}}
+        out[split] = {"graphs": len(split_rows), **{k: int(sum(r[k] for r in split_rows)) for k in COUNT_COLUMNS}}
     return out
 
 
@@ -145,7 +144,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         for result in tqdm(done, desc=f"normalise {collection.slug}", unit="graph", mininterval=1.0):
             write_normalized(tmp / result.split / result.graph_id, normalizer)
         rows = [r.row for r in done]
-        write_index(rows, tmp / "index.csv")
+        write_index(rows, tmp / INDEX_FILE)
         report = {"collection": collection.name, "source": collection.subdir.as_posix(),
                   "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
                              "pad_value": params.pad_value, "dedup": params.dedup},
@@ -153,7 +152,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                   "node_feat_columns": len(normalizer.columns)}
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.
-        (tmp / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        (tmp / REPORT_FILE).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
         report.update(wall_s=round(time.perf_counter() - started, 3), peak_rss_mb=_peak_rss_mb())
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
@@ -165,7 +164,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
 
 def metrics_summary(report: dict) -> dict:
     """The numbers `dvc metrics show` displays: totals, keep ratios, wall time (per-split totals: report.json)."""
-    totals = {k: sum(s[k] for s in report["splits"].values()) for k in ("graphs", *SUM_KEYS)}
+    totals = {k: sum(s[k] for s in report["splits"].values()) for k in ("graphs", *COUNT_COLUMNS)}
     return {**totals,
             "node_keep_ratio": round(totals["nodes_pruned"] / max(totals["nodes"], 1), 6),
             "edge_keep_ratio": round(totals["edges_pruned"] / max(totals["edges"], 1), 6),

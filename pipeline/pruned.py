@@ -21,6 +21,9 @@ import pandas as pd
 
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
                  "configs", "configs_dedup"]
+COUNT_COLUMNS = tuple(INDEX_COLUMNS[3:])   # nodes/edges before and after pruning, configs before and after dedup
+INDEX_FILE = "index.csv"
+REPORT_FILE = "report.json"
 OPTIONAL_ARRAYS = ("node_config_ids", "node_config_feat", "config_feat", "node_splits")
 
 
@@ -108,7 +111,7 @@ def write_index(rows: list[dict], path: str | Path) -> pd.DataFrame:
 
 def read_index(pruned_dir: str | Path, collection_slug: str) -> pd.DataFrame:
     """The index table of one pruned collection."""
-    path = collection_dir(pruned_dir, collection_slug) / "index.csv"
+    path = collection_dir(pruned_dir, collection_slug) / INDEX_FILE
     table = pd.read_csv(path, dtype={"graph_id": str, "split": str, "source_file": str})
     missing = set(INDEX_COLUMNS) - set(table.columns)
     if missing:

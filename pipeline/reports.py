@@ -5,7 +5,8 @@ Readers of per-collection outputs return `(table, missing)`: the rows of the fil
 that do not (a run without a model shows a note instead of failing). A file that exists but is malformed raises a
 ValueError naming the file, what was expected and what was found.
 
-Where the stages write (mirrored here so the notebooks need neither torch nor LightGBM):
+Where the stages write (file names from pipeline.pruned and pipeline.evaluate; the GNN/LightGBM plot folders are
+mirrored here so the notebooks need neither torch nor LightGBM):
 - prune: `<pruned_dir>/<slug>/{index.csv,report.json}`, `<pruned_dir>/<slug>/<split>/<graph_id>/*.npy`;
 - every model stage: `<metrics_dir>/<stage>/<slug>.json` ({"valid"|"test": {"score", "graphs"}, ...}),
   `<plots_dir>/<stage>/<slug>_per_graph.csv` (split, graph_id, score) and `<slug>_scatter.csv` (valid ranks);
@@ -22,7 +23,9 @@ import numpy as np
 import pandas as pd
 
 from pipeline.predictions import load_predictions, predictions_path
-from pipeline.pruned import INDEX_COLUMNS, graph_dir, load_pruned_graph, read_index
+from pipeline.evaluate import per_graph_file, scatter_file
+from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
+                             load_pruned_graph, read_index)
 
 MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "train_lgbm", "gnn": "train_gnn",
                                 "ensemble": "ensemble"}   # model (predictions folder) -> stage writing its metrics
@@ -86,7 +89,7 @@ def pruned_index(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
     """Every pruned graph of every collection: index.csv rows plus `collection` (missing index.csv files listed)."""
     frames, missing = [], []
     for slug in slugs:
-        path = Path(pruned_dir) / slug / "index.csv"
+        path = collection_dir(pruned_dir, slug) / INDEX_FILE
         if not path.exists():
             missing.append(path)
             continue
@@ -97,9 +100,8 @@ def pruned_index(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
 
 def split_counts(index: pd.DataFrame) -> pd.DataFrame:
     """Graphs, nodes, edges and configs (before/after pruning) per collection and split, from `pruned_index`."""
-    sums = ["nodes", "edges", "nodes_pruned", "edges_pruned", "configs", "configs_dedup"]
     counts = index.groupby(["collection", "split"], sort=False).agg(graphs=("graph_id", "size"),
-                                                                    **{c: (c, "sum") for c in sums})
+                                                                    **{c: (c, "sum") for c in COUNT_COLUMNS})
     return counts.reset_index()
 
 
@@ -116,7 +118,7 @@ def prune_params(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
     """Per collection, the prune report's parameters, kept node-feature columns and skipped graphs."""
     rows, missing = [], []
     for slug in slugs:
-        path = Path(pruned_dir) / slug / "report.json"
+        path = collection_dir(pruned_dir, slug) / REPORT_FILE
         if not path.exists():
             missing.append(path)
             continue
@@ -192,7 +194,7 @@ def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, 
     """Per-graph scores of every model: columns collection, model, split, graph_id, score."""
     frames, missing = [], []
     for model, stage in models.items():
-        table, absent = _per_collection({s: Path(plots_dir) / stage / f"{s}_per_graph.csv" for s in slugs},
+        table, absent = _per_collection({s: per_graph_file(plots_dir, stage, s) for s in slugs},
                                         ["split", "graph_id", "score"])
         frames.append(table.assign(model=model))
         missing += absent
@@ -220,7 +222,7 @@ def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models:
 def rank_scatter(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
     """Predicted vs true rank of sampled valid configurations of one model (`<slug>_scatter.csv`)."""
     stage = MODEL_STAGES.get(model, model)
-    return _per_collection({s: Path(plots_dir) / stage / f"{s}_scatter.csv" for s in slugs},
+    return _per_collection({s: scatter_file(plots_dir, stage, s) for s in slugs},
                            ["graph_id", "true_rank", "predicted_rank"])
 
 
