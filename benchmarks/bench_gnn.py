@@ -61,18 +61,23 @@ def prune(graph: PrunedGraph, hops: int) -> PrunedGraph:
                           "node_ids": sub.node_ids, "node_config_ids": sub.node_config_ids})
 
 
-def _peak_rss_mb() -> float:
+def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _train_case(args: tuple) -> dict:
-    graph, gnn, configs, steps, threads = args
+def bench_model(graph: PrunedGraph, gnn, threads: int) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The layout model of the gnn config (seed 0) and its AdamW, on `threads` CPU threads."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
+def train_case(args: tuple) -> dict:
+    graph, gnn, configs, steps, threads = args
+    model, opt = bench_model(graph, gnn, threads)
     rng, g = np.random.default_rng(0), graph_tensors(graph)
-    base = _peak_rss_mb()
+    base = peak_rss_mb()
     times = []
     for step in range(steps + 1):                       # step 0 is warm-up
         rows = sample_configs(graph, configs, rng)
@@ -85,7 +90,7 @@ def _train_case(args: tuple) -> dict:
         times.append(time.perf_counter() - tic)
     seconds = float(np.median(times[1:]))
     return {"nodes": graph.n_nodes, "edges": len(graph.edge_index), "step_s": seconds,
-            "configs_per_s": configs / seconds, "peak_mb": _peak_rss_mb() - base}
+            "configs_per_s": configs / seconds, "peak_mb": peak_rss_mb() - base}
 
 
 def _infer_case(args: tuple) -> dict:
@@ -119,7 +124,7 @@ def main(argv=None) -> None:
     pruned = prune(whole, int(hops))
     rows = {}
     for name, graph in (("pruned", pruned), ("unpruned", whole)):
-        rows[name] = run_isolated(_train_case, (graph, gnn, args.configs, args.steps, args.threads))
+        rows[name] = run_isolated(train_case, (graph, gnn, args.configs, args.steps, args.threads))
         print(name, rows[name], flush=True)
     infer = run_isolated(_infer_case, (pruned, gnn, args.threads))
     print("inference", infer, flush=True)

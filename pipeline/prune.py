@@ -27,10 +27,9 @@ from pipeline.dedup import DEDUP_MODES
 from pipeline.evaluate import write_json
 from pipeline.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.prune_graph import GraphParams, GraphResult, prune_file, write_normalized
-from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, write_index
+from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
 from pipeline.tpugraphs import SPLITS, Collection, graph_paths, npz_root
 
-WHOLE_GRAPH = "all"          # prune.hops value that keeps every node
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pr
 COUNT_COLUMNS = tuple(INDEX_COLUMNS[3:])   # nodes/edges before and after pruning, configs before and after dedup
 INDEX_FILE = "index.csv"
 REPORT_FILE = "report.json"
+WHOLE_GRAPH = "all"          # prune.hops value that keeps every node (what GST trains on)
 OPTIONAL_ARRAYS = ("node_config_ids", "node_config_feat", "config_feat", "node_splits")
 
 

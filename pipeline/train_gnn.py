@@ -25,11 +25,12 @@ from omegaconf import DictConfig
 from pipeline.config import stage_args
 from pipeline.gnn import checkpoint as ckpt
 from pipeline.gnn.distributed import DistInfo, barrier, init_distributed, shutdown
+from pipeline.gnn.gst import MODES, GSTSettings, SegmentCache
 from pipeline.gnn.infer import predict_graphs
 from pipeline.gnn.model import ModelSpec, build_model
 from pipeline.gnn.train_loop import FitResult, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.pruned import PrunedGraph, iter_split
+from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
 from pipeline.tpugraphs import Collection
 
 STAGE = "train_gnn"
@@ -52,6 +53,16 @@ def by_collection(gnn: DictConfig, key: str, collection: Collection) -> float:
 def configs_per_graph(gnn: DictConfig, collection: Collection) -> int:
     """gnn.configs_per_graph: one number, or a mapping by search (`random`/`default`) with `tile` for tile."""
     return int(by_collection(gnn, "configs_per_graph", collection))
+
+
+def gst_settings(gnn: DictConfig, collection: Collection) -> GSTSettings | None:
+    """The GST settings when gnn.mode=gst and the collection is a layout one (tile graphs train whole), else None."""
+    mode = str(gnn.get("mode", "pruned"))
+    if mode not in MODES:
+        raise ValueError(f"gnn.mode={mode!r}; expected one of {MODES}")
+    if mode != "gst" or collection.kind != "layout":
+        return None
+    return GSTSettings.from_cfg(gnn.gst)
 
 
 def load_split(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
@@ -88,8 +99,12 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn)
     torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
     model = build_model(spec).to(device)
+    gst = gst_settings(gnn, collection)
+    if gst is not None and str(cfg.prune.hops) != WHOLE_GRAPH and info.is_main:
+        print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
+              f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
     wrapped = model
-    if info.enabled:
+    if info.enabled and gst is None:           # GST averages gradients itself (pipeline.gnn.gst)
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir, _ = output_dirs(cfg, collection)
@@ -102,7 +117,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
 
     result = fit(wrapped, spec, collection.kind, train, valid, gnn, configs_per_graph(gnn, collection), int(cfg.seed),
                  model_dir / ckpt.CHECKPOINT_FILE, device, info, on_epoch, max_epochs,
-                 lr=float(by_collection(gnn, "lr", collection)))
+                 lr=float(by_collection(gnn, "lr", collection)), gst=gst)
     best = build_model(spec)
     best.load_state_dict(result.best_state)
     if info.is_main:
@@ -122,8 +137,11 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     if device.type == "cuda":
         device = torch.device("cuda", info.local_rank)
     graphs = load_split(cfg, collection, split)
+    gst = gst_settings(gnn, collection)
+    segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
     mine = predict_graphs(model.to(device), collection.kind, graphs[info.rank::info.world], int(gnn.infer_batch),
-                          int(gnn.tta), int(cfg.seed), device, bool(gnn.amp), progress=info.is_main)
+                          int(gnn.tta), int(cfg.seed), device, bool(gnn.amp), progress=info.is_main,
+                          segments=segments)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):
         for graph_id, scores in part.items():

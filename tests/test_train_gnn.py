@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from test_gnn_data import make_layout_graph, make_tile_graph
 
 from pipeline import train_gnn
@@ -35,7 +36,7 @@ def npz_arrays(graph, kind: str) -> dict[str, np.ndarray]:
     if kind == "layout":
         arrays |= {"node_config_ids": graph.node_config_ids, "node_config_feat": graph.node_config_feat.astype(np.float32),
                    "config_runtime": graph.config_runtime[graph.config_inverse].astype(np.int64),
-                   "node_splits": np.array([[0, n]], np.int64)}
+                   "node_splits": graph.node_splits.reshape(1, -1)}
     else:
         arrays |= {"config_feat": graph.config_feat, "config_runtime": np.round(graph.config_runtime * 1000).astype(np.int64),
                    "config_runtime_normalizers": np.full(graph.n_configs, 1000, np.int64)}
@@ -51,6 +52,8 @@ def write_collection(root: Path, collection: Collection) -> None:
             seed = 100 * list(GRAPHS).index(split) + i
             graph = (make_layout_graph(gid, split, n_nodes=6 + i, n_configs=20, seed=seed) if collection.kind == "layout"
                      else make_tile_graph(gid, split, n_configs=20, seed=seed))
+            if collection.kind == "layout":
+                graph.node_splits = np.array([0, 2, graph.n_nodes], np.int64)   # 2 HLO computations
             arrays = npz_arrays(graph, collection.kind)
             folder = root / "syn" / "npz" / collection.subdir / split
             folder.mkdir(parents=True, exist_ok=True)
@@ -75,7 +78,10 @@ def overrides(root: Path) -> list[str]:
             f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}", *TINY]
 
 
-def check_outputs(root: Path, collection: Collection, world_size: int) -> dict:
+GST = ["gnn=gst", "gnn.gst.segment_size=3", "gnn.gst.finetune_epochs=1", "gnn.gst.split=node_splits"]
+
+
+def check_outputs(root: Path, collection: Collection, world_size: int, epochs: int = 2) -> dict:
     metrics = json.loads((root / "metrics" / "train_gnn" / f"{collection.slug}.json").read_text())
     assert metrics["collection"] == collection.name and metrics["world_size"] == world_size
     for split in ("valid", "test"):
@@ -84,11 +90,11 @@ def check_outputs(root: Path, collection: Collection, world_size: int) -> dict:
         assert sorted(preds) == [f"{split}_{i}" for i in range(GRAPHS[split])]
         assert all(len(preds[g]) == 20 for g in preds)
     curve = pd.read_csv(root / "plots" / "gnn" / collection.slug / "curve.csv")
-    assert curve["epoch"].tolist() == [0, 1] and {"loss", "valid_score", "lr"} <= set(curve.columns)
+    assert curve["epoch"].tolist() == list(range(epochs)) and {"loss", "valid_score", "lr"} <= set(curve.columns)
     per_graph = pd.read_csv(root / "plots" / "train_gnn" / f"{collection.slug}_per_graph.csv")
     assert len(per_graph) == GRAPHS["valid"] + GRAPHS["test"]
     model, meta = load_model(root / "models" / "gnn" / collection.slug / "model.pt")
-    assert meta["best_epoch"] in (0, 1) and (root / "models" / "gnn" / collection.slug / "checkpoint.pt").exists()
+    assert meta["best_epoch"] in range(epochs) and (root / "models" / "gnn" / collection.slug / "checkpoint.pt").exists()
     return metrics
 
 
@@ -101,6 +107,25 @@ def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
     check_outputs(tmp_path, collection, world_size=1)
     # no stray temp files among the outputs
     assert not [p for p in tmp_path.rglob("*.tmp*")]
+
+
+def test_stage_in_gst_mode(tmp_path, monkeypatch):
+    """gnn=gst: 2 GST epochs + 1 head fine-tuning epoch over 3-node segments, segment-wise inference."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-nlp-default")
+    write_collection(tmp_path, collection)
+    train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
+    check_outputs(tmp_path, collection, world_size=1, epochs=3)
+    state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+    assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
+
+
+def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-nlp-default")
+    write_collection(tmp_path, collection)
+    with pytest.raises(ValueError, match="gnn.norm=layer or none"):
+        train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
 
 
 def test_configs_per_graph_by_search():
@@ -119,12 +144,17 @@ def test_learning_rate_by_collection_kind_or_one_number():
         train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
 
 
-def test_ddp_two_cpu_processes(tmp_path):
+@pytest.mark.parametrize("mode", ["pruned", "gst"])
+def test_ddp_two_cpu_processes(tmp_path, mode):
     collection = Collection.parse("layout-xla-random")
     write_collection(tmp_path, collection)
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "pipeline.train_gnn", "--collection", collection.slug, *overrides(tmp_path)]
+           "-m", "pipeline.train_gnn", "--collection", collection.slug, *overrides(tmp_path),
+           *(GST if mode == "gst" else [])]
     done = subprocess.run(cmd, cwd=repo_root(), env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    check_outputs(tmp_path, collection, world_size=2)
+    check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
+    if mode == "gst":                                   # each rank's table and cycles, for an exact resume
+        state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+        assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])

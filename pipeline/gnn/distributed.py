@@ -54,3 +54,17 @@ def barrier(info: DistInfo) -> None:
 def shutdown(info: DistInfo) -> None:
     if info.enabled and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def average_gradients(model: torch.nn.Module, info: DistInfo) -> None:
+    """Mean of every trainable parameter's gradient over the ranks (what DDP does for a model that is not
+    wrapped: GST runs its segments outside one forward call). A missing gradient counts as zeros."""
+    if not info.enabled:
+        return
+    for p in model.parameters():
+        if not p.requires_grad:
+            continue
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+        p.grad /= info.world

@@ -15,6 +15,8 @@ import torch
 from torch import nn
 
 from pipeline.gnn.data import GraphTensors, config_batch, graph_tensors
+from pipeline.gnn.gst import SegmentCache, segmented_scores
+from pipeline.gnn.segments import Segment
 from pipeline.predictions import Predictions
 from pipeline.pruned import PrunedGraph
 
@@ -42,12 +44,13 @@ def tta_batches(n: int, tta: int, infer_batch: int, rng: np.random.Generator) ->
 
 
 @torch.no_grad()
-def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: GraphTensors, rows: np.ndarray,
+def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: GraphTensors | None, rows: np.ndarray,
                  infer_batch: int, tta: int, rng: np.random.Generator, device: torch.device,
-                 amp: bool = False) -> np.ndarray:
+                 amp: bool = False, segments: list[Segment] | None = None) -> np.ndarray:
     """Mean TTA score of the kept-config rows `rows` of one graph: float64 [len(rows)].
 
-    `tensors` must already be on `device`; the model must be in eval mode.
+    `tensors` must already be on `device`; the model must be in eval mode. With `segments` (GST), the graph is
+    scored segment by segment instead (`tensors` unused), exactly and with memory bounded by one segment.
     """
     rows = np.asarray(rows, dtype=np.int64)
     total = np.zeros(len(rows))
@@ -55,7 +58,10 @@ def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: Graph
     for batch in tta_batches(len(rows), tta, infer_batch, rng):
         configs = config_batch(kind, graph, rows[batch]).to(device)
         with autocast(device, amp):
-            scores = model(tensors, configs)                      # [batch]
+            if segments is None:
+                scores = model(tensors, configs)                  # [batch]
+            else:
+                scores = segmented_scores(model, segments, configs, graph.n_nodes)
         total[batch] += scores.float().cpu().numpy()
         seen[batch] += 1
     if np.any(seen != tta):
@@ -64,10 +70,14 @@ def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: Graph
 
 
 def predict_graph(model: nn.Module, kind: str, graph: PrunedGraph, infer_batch: int, tta: int,
-                  rng: np.random.Generator, device: torch.device, amp: bool = False) -> np.ndarray:
-    """One score per ORIGINAL config index of the graph (float64 [configs]); lower = predicted faster."""
-    tensors = graph_tensors(graph).to(device)
-    kept = predict_rows(model, kind, graph, tensors, np.arange(graph.n_kept), infer_batch, tta, rng, device, amp)
+                  rng: np.random.Generator, device: torch.device, amp: bool = False,
+                  segments: SegmentCache | None = None) -> np.ndarray:
+    """One score per ORIGINAL config index of the graph (float64 [configs]); lower = predicted faster.
+    With `segments` (GST models), the graph is scored segment by segment."""
+    parts = None if segments is None else segments.get(graph)
+    tensors = graph_tensors(graph).to(device) if parts is None else None
+    kept = predict_rows(model, kind, graph, tensors, np.arange(graph.n_kept), infer_batch, tta, rng, device, amp,
+                        parts)
     inverse = np.asarray(graph.config_inverse, dtype=np.int64)
     if inverse.size and (inverse.min() < 0 or inverse.max() >= graph.n_kept):
         raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: config_inverse expected 0..{graph.n_kept - 1}, "
@@ -76,7 +86,8 @@ def predict_graph(model: nn.Module, kind: str, graph: PrunedGraph, infer_batch: 
 
 
 def predict_graphs(model: nn.Module, kind: str, graphs: Iterable[PrunedGraph], infer_batch: int, tta: int,
-                   seed: int, device: torch.device, amp: bool = False, progress: bool = False) -> Predictions:
+                   seed: int, device: torch.device, amp: bool = False, progress: bool = False,
+                   segments: SegmentCache | None = None) -> Predictions:
     """Predictions for every graph; a graph's TTA orderings come from rng (seed, crc32(graph_id)), so results are
     repeatable and do not depend on which other graphs (or which DDP rank) are involved."""
     from tqdm import tqdm
@@ -87,6 +98,6 @@ def predict_graphs(model: nn.Module, kind: str, graphs: Iterable[PrunedGraph], i
     graphs = list(graphs)
     for graph in tqdm(graphs, desc="predict", disable=not progress, leave=False):
         rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
-        preds[graph.graph_id] = predict_graph(model, kind, graph, infer_batch, tta, rng, device, amp)
+        preds[graph.graph_id] = predict_graph(model, kind, graph, infer_batch, tta, rng, device, amp, segments)
     model.train(was_training)
     return preds

@@ -104,7 +104,23 @@ class LayoutModel(nn.Module):
         self.head = _head(pooled, spec.hidden, spec.dropout) if spec.pooled_head else None
         self.node_head = _head(spec.hidden, spec.hidden, spec.dropout)   # additive per-node cost
 
-    def forward(self, graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
+    @property
+    def summary_dim(self) -> int:
+        """Width of `segment_summary`: [sum of per-node scores (1), sum of node states, max of node states]."""
+        return 1 + 2 * self.spec.hidden
+
+    def head_parameters(self) -> list[nn.Parameter]:
+        """The parameters after the node summary (config attention + pooled head): what GST fine-tunes."""
+        return [p for m in (self.attention, self.head) if m is not None for p in m.parameters()]
+
+    def segment_summary(self, graph: GraphTensors, configs: torch.Tensor,
+                        own: torch.Tensor | None = None) -> torch.Tensor:
+        """Additive summary of the nodes `own` (all when None): [configs, summary_dim].
+
+        Columns: sum over those nodes of the per-node score, sum of their final states, max of their final states.
+        Summaries of disjoint node sets combine exactly (sums add, maxima take the max), so a graph's summary can be
+        assembled from its segments (pipeline.gnn.segments) and `readout` gives the same score as `forward`.
+        """
         if graph.node_config_ids is None:
             raise ValueError(f"graph {graph.graph_id}: a layout model needs node_config_ids")
         node_h = self.nodes(graph.node_feat, graph.node_opcode)              # [nodes, hidden]
@@ -112,13 +128,26 @@ class LayoutModel(nn.Module):
         for block in self.blocks:
             x = block(x, graph)                                              # [configs, nodes, hidden]
         per_node = self.node_head(x).squeeze(-1)                             # [configs, nodes]
-        score = per_node.sum(dim=1) if self.spec.node_reduce == "sum" else per_node.mean(dim=1)  # [configs]
+        if own is not None:
+            x, per_node = x[:, own], per_node[:, own]                        # [configs, own nodes, (hidden)]
+        return torch.cat([per_node.sum(dim=1, keepdim=True), x.sum(dim=1), x.amax(dim=1)], dim=-1)
+
+    def readout(self, summary: torch.Tensor, n_nodes: int) -> torch.Tensor:
+        """Scores [configs] from a whole graph's summary [configs, summary_dim] (`segment_summary`)."""
+        hidden = self.spec.hidden
+        node_sum, x_sum, x_max = summary.split([1, hidden, hidden], dim=-1)
+        score = node_sum.squeeze(-1)                                         # [configs]
+        if self.spec.node_reduce == "mean":
+            score = score / n_nodes
         if self.head is None:
             return score
-        z = pool_nodes(x)                                                    # [configs, 2 * hidden]
+        z = torch.cat([x_sum / n_nodes, x_max], dim=-1)                      # [configs, 2 * hidden]: mean + max
         if self.attention is not None:
             z = self.attention(z)
         return self.head(z).squeeze(-1) + score                              # [configs]
+
+    def forward(self, graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.segment_summary(graph, configs), graph.n_nodes)
 
 
 class TileModel(nn.Module):

@@ -23,7 +23,8 @@ from torch import nn
 from pipeline import metrics
 from pipeline.gnn import checkpoint as ckpt
 from pipeline.gnn.data import config_batch, graph_tensors, runtimes, sample_configs, shard
-from pipeline.gnn.distributed import DistInfo, gather_objects
+from pipeline.gnn.distributed import DistInfo, average_gradients, gather_objects
+from pipeline.gnn.gst import GSTSettings, GSTTrainer, SegmentCache, freeze_to_head
 from pipeline.gnn.infer import autocast, predict_rows
 from pipeline.gnn.losses import ranking_loss
 from pipeline.gnn.model import ModelSpec
@@ -50,11 +51,14 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def warmup_cosine(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
-    """LR factor per step: linear warm-up over warmup_frac of the steps, then cosine decay to 0."""
+def warmup_cosine(total_steps: int, warmup_frac: float, after: float = 0.0) -> Callable[[int], float]:
+    """LR factor per step: linear warm-up over warmup_frac of the steps, then cosine decay to 0; steps past
+    `total_steps` (GST's head fine-tuning) get the constant factor `after`."""
     warmup = max(1, int(round(total_steps * warmup_frac)))
 
     def factor(step: int) -> float:
+        if step >= total_steps:
+            return after
         if step < warmup:
             return (step + 1) / warmup
         progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
@@ -71,15 +75,16 @@ def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
 
 
 def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, seed: int, device: torch.device,
-             info: DistInfo) -> dict[str, float]:
+             info: DistInfo, segments: SegmentCache | None = None) -> dict[str, float]:
     """Collection metric per valid graph (kept configs, one TTA ordering), graphs sharded over ranks."""
     model.eval()
     mine = {}
     for graph in graphs[info.rank::info.world]:
         rows = valid_rows(graph, int(gnn.valid_max_configs), seed)
         rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
-        tensors = graph_tensors(graph).to(device)
-        scores = predict_rows(model, kind, graph, tensors, rows, int(gnn.infer_batch), 1, rng, device, bool(gnn.amp))
+        tensors = graph_tensors(graph).to(device) if segments is None else None
+        scores = predict_rows(model, kind, graph, tensors, rows, int(gnn.infer_batch), 1, rng, device, bool(gnn.amp),
+                              None if segments is None else segments.get(graph))
         truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
         mine[graph.graph_id] = metrics.graph_score(kind, scores, truth)
     model.train()
@@ -90,24 +95,28 @@ def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, seed: 
 
 
 def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: int, rng: np.random.Generator,
-               device: torch.device, ddp: bool, cache: dict | None = None) -> tuple[float, int]:
+               device: torch.device, ddp: bool, cache: dict | None = None,
+               gst: GSTTrainer | None = None) -> tuple[float, int]:
     """Forward/backward over a few graphs (gradients accumulated); returns (mean loss, configs seen).
 
     `cache` (graph_id -> GraphTensors on device) keeps the static tensors of graphs already seen.
+    `gst` samples the configs and scores them segment-wise instead (Graph Segment Training).
     """
     total, seen = 0.0, 0
     cache = {} if cache is None else cache
     for i, graph in enumerate(graphs):
-        rows = sample_configs(graph, k, rng)
-        if graph.graph_id not in cache:
+        rows = sample_configs(graph, k, rng) if gst is None else gst.sample(graph, k, rng)
+        if gst is None and graph.graph_id not in cache:
             cache[graph.graph_id] = graph_tensors(graph).to(device)
-        tensors = cache[graph.graph_id]
         configs = config_batch(kind, graph, rows).to(device)
         target = runtimes(graph, rows).to(device)
         sync = nullcontext() if (not ddp or i == len(graphs) - 1) else model.no_sync()
         with sync:
             with autocast(device, bool(gnn.amp)):
-                scores = model(tensors, configs)                            # [configs]
+                if gst is None:
+                    scores = model(cache[graph.graph_id], configs)          # [configs]
+                else:
+                    scores = gst.scores(graph, rows, configs, rng)          # [configs]
             loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin),
                                 float(gnn.get("min_gap", 0.0))) / len(graphs)
             loss.backward()
@@ -119,24 +128,40 @@ def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: i
 def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedGraph],
         valid_graphs: list[PrunedGraph], gnn, configs_per_graph: int, seed: int, checkpoint_path: Path,
         device: torch.device, info: DistInfo = DistInfo(), on_epoch: Callable[[dict], None] | None = None,
-        max_epochs: int | None = None, lr: float | None = None) -> FitResult:
+        max_epochs: int | None = None, lr: float | None = None, gst: GSTSettings | None = None) -> FitResult:
     """Train `model` (already on `device`, DDP-wrapped when distributed) and select the best epoch on valid.
 
     `lr` is the peak learning rate (None: gnn.lr, which must then be a number).
+    `gst`: Graph Segment Training (pipeline.gnn.gst) instead of whole-graph steps; the model is then NOT wrapped
+    in DDP (its segments are not one forward call) and gradients are averaged over ranks explicitly. A GST epoch
+    visits every graph once per `segments_per_step` of its segments, so that, as in the pruned mode, it trains
+    every node once. The last gst.finetune_epochs epochs (one visit per graph) train the prediction head only.
+    Every rank's historical table and segment cycles are part of the checkpoint.
 
     Writes the resumable checkpoint (rank 0) after every epoch; with gnn.resume it continues from it.
     `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
     """
     if not train_graphs:
         raise ValueError("train_gnn: no train graphs in the pruned collection")
-    core = model.module if info.enabled else model
+    core = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=float(gnn.lr if lr is None else lr),
                                   weight_decay=float(gnn.weight_decay))
-    per_rank = -(-len(train_graphs) // info.world)
+    segments = None if gst is None else SegmentCache(gst, spec.layers + 1, device)
+    trainer = None if gst is None else GSTTrainer(core, gst, segments)
+    # an epoch trains every node once: in GST a graph is visited once per `segments_per_step` of its segments
+    visits = train_graphs if gst is None else [g for g in train_graphs for _ in range(trainer.visits(g))]
     gps = max(1, int(gnn.graphs_per_step))
-    steps = int(gnn.steps_per_epoch) if gnn.steps_per_epoch else max(1, -(-per_rank // gps))
+
+    def steps_for(items: list) -> int:
+        if gnn.steps_per_epoch:
+            return int(gnn.steps_per_epoch)
+        per_rank = -(-len(items) // info.world)
+        return max(1, -(-per_rank // gps))
+
     epochs = int(gnn.epochs)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(epochs * steps, float(gnn.warmup_frac)))
+    finetune_epochs, finetune_scale = (gst.finetune_epochs, gst.finetune_lr_scale) if gst else (0, 0.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_cosine(epochs * steps_for(visits), float(gnn.warmup_frac), finetune_scale))
     rng = np.random.default_rng([seed, info.rank])
     torch.manual_seed(seed + info.rank)
     start, result = 0, FitResult(best_state=copy.deepcopy(core.state_dict()), best_epoch=-1, best_score=-math.inf)
@@ -154,18 +179,28 @@ def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedG
         result = FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"],
                            best_score=state["best_score"], curve=state["curve"],
                            valid_per_graph=state["valid_per_graph"])
+        if trainer is not None:
+            trainer.load_state_dict(state["gst"][info.rank])
 
     model.train()
     cache: dict = {}
-    stop = epochs if max_epochs is None else min(epochs, start + max_epochs)
+    total = epochs + finetune_epochs
+    stop = total if max_epochs is None else min(total, start + max_epochs)
     for epoch in range(start, stop):
         tic = time.perf_counter()
-        stream = shard(train_graphs, info.rank, info.world, np.random.default_rng([seed, epoch]))
+        items = visits
+        if trainer is not None and epoch >= epochs:      # head fine-tuning: one visit per graph
+            trainer.finetune, items = True, train_graphs
+            freeze_to_head(core)
+        stream = shard(items, info.rank, info.world, np.random.default_rng([seed, epoch]))
         losses, seen = [], 0
-        for step in range(steps):
+        for step in range(steps_for(items)):
             batch = [stream[(step * gps + j) % len(stream)] for j in range(gps)]
             optimizer.zero_grad(set_to_none=True)
-            loss, n = train_step(model, kind, batch, gnn, configs_per_graph, rng, device, info.enabled, cache)
+            loss, n = train_step(model, kind, batch, gnn, configs_per_graph, rng, device,
+                                 info.enabled and gst is None, cache, trainer)
+            if gst is not None:
+                average_gradients(core, info)
             if gnn.grad_clip:
                 nn.utils.clip_grad_norm_(model.parameters(), float(gnn.grad_clip))
             optimizer.step()
@@ -173,7 +208,7 @@ def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedG
             losses.append(loss)
             seen += n
         train_seconds = time.perf_counter() - tic
-        per_graph = validate(core, kind, valid_graphs, gnn, seed, device, info) if valid_graphs else {}
+        per_graph = validate(core, kind, valid_graphs, gnn, seed, device, info, segments) if valid_graphs else {}
         score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
         rank_stats = gather_objects((float(np.mean(losses)), seen), info)
         row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
@@ -184,12 +219,14 @@ def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedG
             result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
             result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
         rngs = gather_objects(ckpt.rng_state(rng), info)
+        gst_states = None if trainer is None else gather_objects(trainer.state_dict(), info)
         if info.is_main:
             ckpt.save_atomic({"epoch": epoch, "spec": spec.to_dict(), "model": core.state_dict(),
                               "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                               "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
                               "best_score": result.best_score, "curve": result.curve,
-                              "valid_per_graph": result.valid_per_graph}, checkpoint_path)
+                              "valid_per_graph": result.valid_per_graph,
+                              "gst": gst_states}, checkpoint_path)
         if on_epoch is not None and info.is_main:
             on_epoch(row)
     return result
