@@ -20,7 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.config import stage_args
 from pipeline.gnn import checkpoint as ckpt
@@ -39,10 +39,10 @@ PREDICTED_SPLITS = ("valid", "test")
 CURVE_FILE = "curve.csv"
 
 
-def by_collection(gnn: DictConfig, key: str, collection: Collection) -> float:
-    """gnn.<key>: one number, or a mapping by search (`random`/`default`) with `tile` for tile."""
+def by_collection(gnn: DictConfig, key: str, collection: Collection):
+    """gnn.<key>: one value, or a mapping by search (`random`/`default`) with `tile` for tile."""
     value = gnn[key]
-    if isinstance(value, (int, float)):
+    if not isinstance(value, DictConfig):
         return value
     entry = "tile" if collection.kind == "tile" else collection.search
     if entry not in value:
@@ -96,7 +96,8 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     train, valid = load_split(cfg, collection, "train"), load_split(cfg, collection, "valid")
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
-    spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn)
+    model_cfg = OmegaConf.merge(gnn, {"norm": str(by_collection(gnn, "norm", collection))})
+    spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], model_cfg)
     torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
     model = build_model(spec).to(device)
     gst = gst_settings(gnn, collection)

@@ -140,6 +140,10 @@ def test_learning_rate_by_collection_kind_or_one_number():
     assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("tile-xla")) == 0.5
     assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("layout-xla-default")) == 0.25
     assert train_gnn.by_collection(compose(["gnn.lr=0.125"]).gnn, "lr", Collection.parse("tile-xla")) == 0.125
+    gst = compose(["gnn=gst"]).gnn                     # the GST preset: layer norm for layout, tile keeps instance
+    assert train_gnn.by_collection(gst, "norm", Collection.parse("tile-xla")) == "instance"
+    assert train_gnn.by_collection(gst, "norm", Collection.parse("layout-nlp-random")) == "layer"
+    assert train_gnn.by_collection(compose([]).gnn, "norm", Collection.parse("tile-xla")) == "instance"
     with pytest.raises(ValueError, match="no entry 'random'"):
         train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
 
