@@ -31,6 +31,7 @@ from pipeline.subgraph import khop_subgraph
 RESULTS = Path(__file__).parent / "results" / "gnn.md"
 FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)
 CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
+BENCH_SEARCH = "random"     # the generated configs are random layouts
 
 
 def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
@@ -66,10 +67,11 @@ def peak_rss_mb() -> float:
 
 
 def bench_model(graph: PrunedGraph, gnn, threads: int) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    """The layout model of the gnn config (seed 0) and its AdamW, on `threads` CPU threads."""
+    """The layout model of the gnn config (seed 0, settings of a `random` search) and its AdamW, on `threads`
+    CPU threads."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn))
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH))
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
@@ -97,7 +99,7 @@ def _infer_case(args: tuple) -> dict:
     graph, gnn, threads = args
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn)).eval()
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH)).eval()
     tic = time.perf_counter()
     scores = predict_graph(model, "layout", graph, int(gnn.infer_batch), int(gnn.tta), np.random.default_rng(0),
                            torch.device("cpu"))

@@ -20,14 +20,14 @@ from typing import Sequence
 
 import pandas as pd
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from pipeline.config import stage_args
 from pipeline.gnn import checkpoint as ckpt
 from pipeline.gnn.distributed import DistInfo, barrier, init_distributed, shutdown
 from pipeline.gnn.gst import MODES, GSTSettings, SegmentCache
 from pipeline.gnn.infer import predict_graphs
-from pipeline.gnn.model import ModelSpec, build_model
+from pipeline.gnn.model import ModelSpec, build_model, by_search
 from pipeline.gnn.train_loop import FitResult, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
@@ -41,13 +41,7 @@ CURVE_FILE = "curve.csv"
 
 def by_collection(gnn: DictConfig, key: str, collection: Collection):
     """gnn.<key>: one value, or a mapping by search (`random`/`default`) with `tile` for tile."""
-    value = gnn[key]
-    if not isinstance(value, DictConfig):
-        return value
-    entry = "tile" if collection.kind == "tile" else collection.search
-    if entry not in value:
-        raise ValueError(f"gnn.{key} has no entry {entry!r} for {collection.name}; found {list(value)}")
-    return value[entry]
+    return by_search(gnn[key], key, collection.kind, collection.search)
 
 
 def configs_per_graph(gnn: DictConfig, collection: Collection) -> int:
@@ -96,8 +90,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     train, valid = load_split(cfg, collection, "train"), load_split(cfg, collection, "valid")
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
-    model_cfg = OmegaConf.merge(gnn, {"norm": str(by_collection(gnn, "norm", collection))})
-    spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], model_cfg)
+    spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn, collection.search)
     torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
     model = build_model(spec).to(device)
     gst = gst_settings(gnn, collection)

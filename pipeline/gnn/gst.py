@@ -85,9 +85,8 @@ class SegmentCache:
     def get(self, graph: PrunedGraph) -> list[Segment]:
         key = (graph.split, graph.graph_id)
         if key not in self._segments:
-            segments = build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.split)
-            for segment in segments:
-                segment.graph = segment.graph.to(self.device)
+            segments = [s.to(self.device) for s in
+                        build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.split)]
             if not self.keep:
                 return segments
             self._segments[key] = segments

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import torch
@@ -22,6 +23,17 @@ from pipeline.gnn.layers import SAGEBlock, SharedDropout
 
 KINDS = ("layout", "tile")
 REDUCTIONS = ("sum", "mean")
+
+
+def by_search(value, key: str, kind: str, search: str | None):
+    """A gnn setting given once, or as a mapping by search (`random` / `default`) with `tile` for tile graphs."""
+    if not isinstance(value, Mapping):
+        return value
+    entry = "tile" if kind == "tile" else search
+    if entry not in value:
+        raise ValueError(f"gnn.{key} has no entry {entry!r} for a {kind} graph of search {search!r}; "
+                         f"found {list(value)}")
+    return value[entry]
 
 
 @dataclass(frozen=True)
@@ -47,13 +59,15 @@ class ModelSpec:
     pooled_head: bool = True         # layout: add the MLP head on mean+max pooled nodes
 
     @classmethod
-    def from_cfg(cls, kind: str, node_feat_dim: int, gnn) -> "ModelSpec":
-        """Build from the `gnn` config group (keys added later fall back to the dataclass defaults)."""
+    def from_cfg(cls, kind: str, node_feat_dim: int, gnn, search: str | None = None) -> "ModelSpec":
+        """Build from the `gnn` config group (keys added later fall back to the dataclass defaults); `gnn.norm`
+        may be given by search (`by_search`), hence the collection's `search`."""
         optional = {f: gnn.get(f) for f in ("cross_mixer", "cross_pooled", "effective_layout", "edge_mismatch",
                                             "node_reduce", "pooled_head") if gnn.get(f) is not None}
         spec = cls(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden),
                    opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim),
-                   layers=int(gnn.layers), dropout=float(gnn.dropout), norm=str(gnn.norm),
+                   layers=int(gnn.layers), dropout=float(gnn.dropout),
+                   norm=str(by_search(gnn.norm, "norm", kind, search)),
                    residual=bool(gnn.residual), cross_attention=bool(gnn.cross_attention),
                    attention_heads=int(gnn.attention_heads), **optional)
         if spec.cross_mixer not in MIXERS:

@@ -16,7 +16,7 @@ on where the cuts fall.)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -38,6 +38,11 @@ class Segment:
     own: torch.Tensor               # [segment + halo nodes] bool, True for the segment's own nodes
     config_columns: torch.Tensor    # [configurable nodes in segment + halo] int64 columns of node_config_feat
     config_dependent: bool          # some configurable node lies in segment + halo (else one output for all)
+
+    def to(self, device: torch.device | str) -> "Segment":
+        """The segment with its tensors on `device` (moved once, not on every forward)."""
+        return replace(self, graph=self.graph.to(device), own=self.own.to(device),
+                       config_columns=self.config_columns.to(device))
 
 
 def _near_equal(start: int, stop: int, size: int) -> list[int]:
@@ -104,15 +109,14 @@ def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, split:
     for index, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
         own_nodes = np.arange(start, stop, dtype=np.int64)
         keep = khop_mask(graph.n_nodes, edges, own_nodes, halo_hops)       # [nodes] segment + halo
-        sub = induced_subgraph(keep, edges)
         columns = np.flatnonzero(keep[config_ids])                           # configurable nodes inside
-        local = np.searchsorted(sub.node_ids, config_ids[columns])           # their ids in the subgraph
+        sub = induced_subgraph(keep, edges, config_ids[columns])
         view = PrunedGraph(graph_id=f"{graph.graph_id}#segment{index}", split=graph.split,
                            node_feat=np.asarray(graph.node_feat[sub.node_ids]),
                            node_feat_raw=np.asarray(graph.node_feat_raw[sub.node_ids]),
                            node_opcode=np.asarray(graph.node_opcode[sub.node_ids]), edge_index=sub.edge_index,
                            node_ids=sub.node_ids, config_runtime=np.zeros(0), config_count=np.zeros(0, np.int64),
-                           config_inverse=np.zeros(0, np.int64), node_config_ids=local)
+                           config_inverse=np.zeros(0, np.int64), node_config_ids=sub.node_config_ids)
         own = torch.from_numpy((sub.node_ids >= start) & (sub.node_ids < stop))
         segments.append(Segment(index=index, nodes=own_nodes, graph=graph_tensors(view), own=own,
                                 config_columns=torch.from_numpy(columns), config_dependent=bool(len(columns))))
