@@ -4,7 +4,7 @@ rank 1000 configurations of a test graph, measured side by side in one run.
     .venv/bin/python -m benchmarks.bench_gnn [--nodes 24000] [--configs 16] [--threads 2] [gnn overrides...]
 
 The graph is generated here (a layered DAG shaped like a large XLA graph: every node consumes one or two recent
-nodes, a few percent are configurable) so the benchmark needs no dataset; `pipeline.subgraph.khop_subgraph` prunes
+nodes, a few percent are configurable) so the benchmark needs no dataset; `pipeline.pruning.subgraph.khop_subgraph` prunes
 it exactly as stage `prune` does (`prune.hops` from conf). Each case runs in a fresh forked process so that its
 peak RSS is its own. Writes benchmarks/results/gnn.md.
 """
@@ -21,12 +21,12 @@ import numpy as np
 import torch
 
 from pipeline.config import compose, split_overrides
-from pipeline.gnn.data import config_batch, graph_tensors, runtimes, sample_configs
-from pipeline.gnn.infer import predict_graph
-from pipeline.gnn.losses import ranking_loss
-from pipeline.gnn.model import ModelSpec, build_model
+from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
+from pipeline.graphnet.infer import predict_graph
+from pipeline.graphnet.losses import ranking_loss
+from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.pruned import PrunedGraph
-from pipeline.subgraph import khop_subgraph
+from pipeline.pruning.subgraph import khop_subgraph
 
 RESULTS = Path(__file__).parent / "results" / "gnn.md"
 FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)

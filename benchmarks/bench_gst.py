@@ -33,11 +33,11 @@ import torch
 from benchmarks.bench_gnn import bench_model, peak_rss_mb, run_isolated, train_case
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd
 from pipeline.config import compose, split_overrides
-from pipeline.gnn.data import config_batch, runtimes
-from pipeline.gnn.gst import GSTSettings, GSTTrainer, SegmentCache
-from pipeline.gnn.losses import ranking_loss
+from pipeline.graphnet.data import config_batch, runtimes
+from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
+from pipeline.graphnet.losses import ranking_loss
 from pipeline.pruned import iter_split
-from pipeline.tpugraphs import Collection
+from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "gst.md"
 

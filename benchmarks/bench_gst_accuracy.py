@@ -4,7 +4,7 @@
         [--collections layout-xla-default layout-nlp-default]
 
 Synthesizes the preset's chosen collections into a temp folder, prunes each twice (prune.hops from conf for the
-pruned mode, prune.hops=all for GST), then runs stage train_gnn (`python -m pipeline.train_gnn`, a fresh process
+pruned mode, prune.hops=all for GST), then runs stage train_gnn (`python -m pipeline.gnn`, a fresh process
 each) for every collection, seed and mode:
 - pruned: the default gnn config (instance norm) on the pruned graphs;
 - pruned, layer norm: the same with gnn.norm=layer (GST's normalisation), to separate the two effects;
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
             for mode, (folder, extra) in MODES.items():
                 for seed in args.seeds:
                     out = work / "runs" / f"{mode}-{seed}".replace(" ", "_").replace(",", "")
-                    seconds = run([*py, "pipeline.train_gnn", "--collection", collection, *data, f"seed={seed}",
+                    seconds = run([*py, "pipeline.gnn", "--collection", collection, *data, f"seed={seed}",
                                    f"paths.pruned_dir={work / folder}", f"paths.models_dir={out / 'models'}",
                                    f"paths.predictions_dir={out / 'predictions'}", f"paths.metrics_dir={out / 'metrics'}",
                                    f"paths.plots_dir={out / 'plots'}", "wandb.mode=disabled", *extra])

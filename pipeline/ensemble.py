@@ -17,11 +17,11 @@ import numpy as np
 from omegaconf import DictConfig
 from scipy.stats import rankdata
 
-from pipeline import metrics
+from pipeline.scoring import metrics
 from pipeline.config import stage_args
-from pipeline.evaluate import evaluate_and_write, load_truth
+from pipeline.scoring.evaluate import evaluate_and_write, load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
-from pipeline.tpugraphs import Collection
+from pipeline.tpugraphs.dataset import Collection
 
 SPLITS = ("valid", "test")
 

@@ -20,9 +20,9 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.config import stage_args
-from pipeline.evaluate import evaluate_and_write
+from pipeline.scoring.evaluate import evaluate_and_write
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.tpugraphs import NODE_CONFIG_FEAT_DIM, Collection, Graph, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.dataset import NODE_CONFIG_FEAT_DIM, Collection, Graph, graph_paths, load_graph, npz_root
 
 LAYOUT_BLOCK = 6                 # node_config_feat = 3 tensors (output, input, kernel) x 6 dims
 OUTPUT_BOUNDS_PRODUCT = 15       # config_feat column: output_bounds_product

@@ -1,4 +1,4 @@
-"""The predictions contract shared by every model stage (heuristic, train_lgbm, train_gnn, ensemble).
+"""The predictions contract shared by every model stage (heuristic, lgbm, gnn, ensemble).
 
 Per model, collection and split one file `<predictions_dir>/<model>/<collection slug>/<split>.npz` holds, for every
 graph of that split and every configuration index of the *original* npz file, one float score.

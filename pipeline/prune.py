@@ -1,8 +1,8 @@
 """Stage prune: the npz files of one collection -> `<paths.pruned_dir>/<slug>/` pruned graphs (pipeline.pruned).
 
 `python -m pipeline.prune --collection layout-xla-random [overrides]` processes train, valid and test:
-k-hop subgraphs (pipeline.subgraph), -1 re-padding (pipeline.repad), config de-duplication streamed in chunks
-(pipeline.dedup), and a node_feat normaliser fitted on train only (pipeline.normalize). Writes, all inside a
+k-hop subgraphs (pipeline.pruning.subgraph), -1 re-padding (pipeline.pruning.repad), config de-duplication streamed in chunks
+(pipeline.pruning.dedup), and a node_feat normaliser fitted on train only (pipeline.pruning.normalize). Writes, all inside a
 temporary folder renamed into place at the end (a crash leaves no folder DVC could take as complete):
 - `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs)
   and `<split>/<graph_id>/*.npy`, all byte-identical across runs (any `workers`);
@@ -23,12 +23,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pipeline.config import stage_args
-from pipeline.dedup import DEDUP_MODES
-from pipeline.evaluate import write_json
-from pipeline.normalize import ColumnStats, fit_normalizer, log_mask
-from pipeline.prune_graph import GraphParams, GraphResult, prune_file, write_normalized
+from pipeline.pruning.dedup import DEDUP_MODES
+from pipeline.scoring.evaluate import write_json
+from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
+from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
-from pipeline.tpugraphs import SPLITS, Collection, graph_paths, npz_root
+from pipeline.tpugraphs.dataset import SPLITS, Collection, graph_paths, npz_root
 
 
 

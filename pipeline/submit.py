@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from pipeline import metrics
+from pipeline.scoring import metrics
 from pipeline.config import load_cfg, split_overrides
-from pipeline.evaluate import load_truth, write_json
+from pipeline.scoring.evaluate import load_truth, write_json
 from pipeline.predictions import Predictions, load_predictions, predictions_path
-from pipeline.tpugraphs import Collection, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
 
 HEADER = ["ID", "TopConfigs"]
 SEPARATOR = ";"

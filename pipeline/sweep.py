@@ -1,6 +1,6 @@
 """Quick local sweeps of one stage with Hydra multirun; DVC does not track them (use `dvc exp run --queue` for that).
 
-    python -m pipeline.sweep train_lgbm --collection tile-xla lgbm.num_leaves=15,63 lgbm.learning_rate=0.05,0.1
+    python -m pipeline.sweep lgbm --collection tile-xla lgbm.num_leaves=15,63 lgbm.learning_rate=0.05,0.1
 
 Hydra expands the sweep (its full override grammar: `a=1,2`, `range(...)`, group lists `gnn=default,kaggle`) and
 runs one job per combination. Each job composes conf/ with its overrides, reads the stage's inputs where that
@@ -20,9 +20,9 @@ from typing import Sequence
 import pandas as pd
 
 from pipeline.config import CONF_DIR, compose, repo_root
-from pipeline.tpugraphs import Collection
+from pipeline.tpugraphs.dataset import Collection
 
-STAGES = ("heuristic", "train_lgbm", "train_gnn", "ensemble")
+STAGES = ("heuristic", "lgbm", "gnn", "ensemble")
 OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
 
 

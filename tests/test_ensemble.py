@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pipeline import metrics
+from pipeline.scoring import metrics
 from pipeline.ensemble import blend, choose_weights, normalize_scores, weight_grid
 from pipeline.predictions import Predictions
 

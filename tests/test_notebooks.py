@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 OUTPUTS_ENV = "NOTEBOOK_OUTPUTS_REPO"
 CELL_TIMEOUT_S = 600
-GNN_OUTPUTS = (("metrics_dir", "train_gnn"), ("plots_dir", "train_gnn"), ("plots_dir", "gnn"),
-               ("predictions_dir", "gnn"))   # (cfg.paths key, folder) of everything stage train_gnn writes
+GNN_OUTPUTS = (("metrics_dir", "gnn"), ("plots_dir", "gnn"), ("plots_dir", "gnn"),
+               ("predictions_dir", "gnn"))   # (cfg.paths key, folder) of everything stage gnn writes
 
 
 def code_cells(nb) -> list:
@@ -87,7 +87,7 @@ def test_data_notebook_runs(outputs_repo):
 def test_results_notebook_runs(outputs_repo):
     out = text_output(execute(ROOT / "notebooks" / "02-results.ipynb", outputs_repo))
     assert "Kaggle score (mean over collections):" in out and "ensemble" in out
-    assert "train_gnn" in out                     # the ablation table lists every stage's metrics
+    assert "gnn" in out                     # the ablation table lists every stage's metrics
 
 
 @pytest.mark.slow
@@ -101,5 +101,5 @@ def test_results_notebook_notes_a_missing_model(outputs_repo, tmp_path):
     for key, stage in GNN_OUTPUTS:
         shutil.rmtree(tmp_path / paths[key] / stage)
     out = text_output(execute(ROOT / "notebooks" / "02-results.ipynb", tmp_path))
-    assert "Note: 5 train_gnn curve output(s) not found" in out
+    assert "Note: 5 gnn curve output(s) not found" in out
     assert "Kaggle score (mean over collections):" in out

@@ -15,7 +15,7 @@ from pipeline.config import compose
 from pipeline.prune import PruneParams, main, prune_collection
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
-from pipeline.tpugraphs import SPLITS, TpuGraphsFormatError, load_graph
+from pipeline.tpugraphs.dataset import SPLITS, TpuGraphsFormatError, load_graph
 
 LAYOUT = "layout-xla-random"
 RUNTIME = np.array([100, 200, 300, 40, 260, 500], np.int64)

@@ -4,7 +4,7 @@ import pytest
 from pipeline.predictions import Predictions
 from pipeline.submit import (SubmissionError, build_rows, ranking_scores, validate_submission,
                              write_submission)
-from pipeline.tpugraphs import Collection
+from pipeline.tpugraphs.dataset import Collection
 
 TILE = Collection.parse("tile:xla")
 LAYOUT = Collection.parse("layout:nlp:default")

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config import compose
 from pipeline.synthesize import format_stats, main, run
-from pipeline.tpugraphs import COLLECTIONS, SPLITS, graph_paths, load_graph
+from pipeline.tpugraphs.dataset import COLLECTIONS, SPLITS, graph_paths, load_graph
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 

@@ -17,13 +17,13 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.synth import writer
-from pipeline.synth.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
-from pipeline.synth.layout_costmodel import LayoutCostModel, LayoutCostParams
-from pipeline.synth.node_features import node_feat_matrix
+from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
+from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.synth.templates import TEMPLATES
-from pipeline.synth.tile_costmodel import TileCostParams, tile_runtime_ns
+from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.synth.tiles import benchmark_name, default_config, sample_tile_configs, tile_graph
-from pipeline.tpugraphs import SPLITS, Collection
+from pipeline.tpugraphs.dataset import SPLITS, Collection
 
 TILE_GRAPHS_PER_BENCHMARK = 6
 

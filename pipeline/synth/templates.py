@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.synth import opcodes as op
-from pipeline.synth.hlo import NCHW, NHWC, ConvDims, HloBuilder, HloGraph, Window
+from pipeline.hlo import opcodes as op
+from pipeline.hlo.graph import NCHW, NHWC, ConvDims, HloBuilder, HloGraph, Window
 
 
 class _ConvNet:

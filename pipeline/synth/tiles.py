@@ -10,9 +10,9 @@ from math import prod
 
 import numpy as np
 
-from pipeline.synth import opcodes as op
-from pipeline.synth.hlo import ITEMSIZE, NHWC, HloBuilder, HloGraph, Window
-from pipeline.synth.tile_costmodel import CONFIG_FEAT_DIM, TileCostParams, TileKernel, tile_terms
+from pipeline.hlo import opcodes as op
+from pipeline.hlo.graph import ITEMSIZE, NHWC, HloBuilder, HloGraph, Window
+from pipeline.costmodel.tile import CONFIG_FEAT_DIM, TileCostParams, TileKernel, tile_terms
 
 CONV_FAMILIES = ("resnet", "inception", "mobilenet", "unet", "efficientnet", "retinanet", "mask_rcnn")
 NLP_FAMILIES = ("bert", "transformer", "t5", "albert", "gpt")

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from pipeline.npzio import NpzWriter
+from pipeline.tpugraphs.npz import NpzWriter
 
 NPZ_SUBDIR, TRUTH_SUBDIR, STATS_FILE = "npz", "truth", "stats.json"
 

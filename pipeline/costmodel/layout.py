@@ -1,0 +1,273 @@
+"""Runtime of an HLO graph under per-node layout configurations: a small, physically motivated TPU model.
+
+Model (all constants in conf/synthesize/default.yaml, `layout_cost`):
+- Tiling: the two most-minor dimensions of every tensor are padded to (8, 128) (`tile`), so a tensor's memory
+  traffic is its padded size: a layout that puts a small dimension minor wastes bandwidth.
+- Every op is a roofline: max(flops / (peak * efficiency), padded bytes / bandwidth) + a fixed per-op overhead.
+  Only convolutions and dots have flops. Their matrix-unit efficiency is the product over input, kernel (rhs) and
+  output of a placement factor of the dimension that feeds the 128-wide unit (input/contracting feature,
+  output feature): `placement[0]` when it is the most-minor dimension (times its lane utilisation d/ceil128(d)),
+  `placement[1]` when second-minor (times d/ceil8(d)), `placement[2]` otherwise; the kernel's (rhs's) other
+  feature dimension costs `offpair_penalty` when it is not among the two most-minor. f32 runs `f32_slowdown`x
+  slower on the matrix unit.
+- Layouts: a configurable node (convolution, dot, reshape) takes its output/input/kernel layouts from its
+  config row; an all -1 block means the compiler default (feature-minor for convolutions, the HLO's row-major
+  layout otherwise). Elementwise ops take the layout of their first operand (layouts propagate through them);
+  every other op reads and writes the row-major layout. Whenever a consumer expects a layout different from its
+  producer's, a transpose copy is paid (read + write of the padded tensor, plus `copy_overhead_ns`), except for
+  broadcasts, constants and iotas, which are materialised in any layout for free.
+- A reshape is a free bitcast only when input and output are row-major with an identical tiled minor dimension;
+  otherwise it is a copy.
+Noise (multiplicative, ~0.5%) is added by the caller, so the model itself is deterministic and testable.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from pipeline.hlo import opcodes as op
+from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
+
+LAYOUT_MAX_DIMS = 6          # kLayoutMaxDims: one 6-wide block per tensor, -1 padded
+NODE_CONFIG_FEAT_DIM = 18    # output, input, kernel blocks
+
+
+@dataclass(frozen=True)
+class LayoutCostParams:
+    tile: tuple[int, int]
+    flops_per_ns: float
+    f32_slowdown: float
+    bytes_per_ns: float
+    op_overhead_ns: float
+    copy_overhead_ns: float
+    launch_overhead_ns: float
+    placement: tuple[float, float, float]
+    offpair_penalty: float
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping) -> "LayoutCostParams":
+        """From the `synthesize.layout_cost` config section (lists become tuples)."""
+        return cls(**{k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
+                      for k, v in dict(cfg).items()})
+
+
+@lru_cache(maxsize=None)
+def permutations(rank: int) -> np.ndarray:
+    """int64 [rank!, rank]: every minor-to-major order of a rank-`rank` tensor; a layout id indexes this."""
+    perms = list(itertools.permutations(range(rank)))
+    return np.array(perms, dtype=np.int64).reshape(len(perms), rank)  # [rank!, rank]
+
+
+@lru_cache(maxsize=None)
+def _code_to_id(rank: int) -> np.ndarray:
+    table = np.full(max(1, rank ** rank), -1, dtype=np.int64)
+    table[(permutations(rank) * rank ** np.arange(rank)).sum(axis=1)] = np.arange(len(permutations(rank)))
+    return table
+
+
+def layout_id(minor_to_major) -> int:
+    """Layout id of a minor-to-major tuple (a permutation of range(rank))."""
+    m2m = tuple(int(d) for d in minor_to_major)
+    rank = len(m2m)
+    code = sum(d * rank ** i for i, d in enumerate(m2m)) if rank else 0
+    if sorted(m2m) != list(range(rank)):
+        raise ValueError(f"layout {m2m} is not a permutation of range({rank})")
+    return int(_code_to_id(rank)[code])
+
+
+@lru_cache(maxsize=None)
+def row_major_id(rank: int) -> int:
+    return layout_id(range(rank - 1, -1, -1))
+
+
+def decode_block(block: np.ndarray, rank: int, default_id: int, where: str) -> np.ndarray:
+    """Layout ids [C] from one 6-wide config block [C, 6]; all -1 -> default_id."""
+    block = np.asarray(block, dtype=np.int64)
+    is_default = (block == -1).all(axis=1)
+    codes = (np.clip(block[:, :rank], 0, max(rank - 1, 0)) * rank ** np.arange(rank)).sum(axis=1)
+    ids = _code_to_id(rank)[codes]
+    valid = is_default | ((block[:, rank:] == -1).all(axis=1) & (ids >= 0) & (block[:, :rank] >= 0).all(axis=1)
+                          & (block[:, :rank] < max(rank, 1)).all(axis=1))
+    if not valid.all():
+        bad = int(np.flatnonzero(~valid)[0])
+        raise ValueError(f"{where}: config {bad} block {block[bad].tolist()} is not a permutation of "
+                         f"range({rank}) padded with -1, nor all -1")
+    return np.where(is_default, default_id, ids)
+
+
+def default_layouts(node: HloNode, operands: list[HloNode]) -> tuple[int, int, int | None]:
+    """Compiler-default (output, input, kernel) layout ids of a configurable node."""
+    if node.opcode == op.CONVOLUTION:
+        c = node.conv
+        out = (c.output_feature, *reversed(c.output_spatial), c.output_batch)
+        inp = (c.input_feature, *reversed(c.input_spatial), c.input_batch)
+        ker = (c.kernel_output_feature, c.kernel_input_feature, *reversed(c.kernel_spatial))
+        return layout_id(out), layout_id(inp), layout_id(ker)
+    return row_major_id(node.rank), row_major_id(operands[0].rank), None
+
+
+class LayoutCostModel:
+    """Noise-free runtime (ns) of `graph` for a batch of layout configurations of `node_config_ids`."""
+
+    def __init__(self, graph: HloGraph, node_config_ids, params: LayoutCostParams):
+        self.graph, self.params = graph, params
+        self.nodes = graph.nodes
+        self.config_ids = [int(n) for n in node_config_ids]
+        for n in self.config_ids:
+            if self.nodes[n].opcode not in op.CONFIGURABLE:
+                raise ValueError(f"node {n} (opcode {self.nodes[n].opcode}) is not configurable")
+        self._pad: dict[int, np.ndarray] = {}
+        self._place: dict[tuple[int, int, bool], np.ndarray] = {}
+
+    # -- per-node tables over layout ids
+    def padded_bytes(self, n: int) -> np.ndarray:
+        """float64 [rank!]: bytes of node n's output under each layout, minor dims tiled to (8, 128)."""
+        if n not in self._pad:
+            node = self.nodes[n]
+            shape = np.array(node.shape, dtype=np.float64)
+            perms = permutations(node.rank)
+            second_tile, minor_tile = self.params.tile
+            if node.rank == 0:
+                elems = np.ones(1)
+            elif node.rank == 1:
+                elems = np.ceil(shape[perms[:, 0]] / minor_tile) * minor_tile
+            else:
+                minor, second = shape[perms[:, 0]], shape[perms[:, 1]]
+                elems = (prod(node.shape) / (minor * second) * np.ceil(minor / minor_tile) * minor_tile
+                         * np.ceil(second / second_tile) * second_tile)
+            self._pad[n] = elems * ITEMSIZE[node.dtype]
+        return self._pad[n]
+
+    def placement(self, n: int, dim: int) -> np.ndarray:
+        """float64 [rank!]: matrix-unit efficiency factor of dimension `dim` of node n under each layout."""
+        if (n, dim, False) not in self._place:
+            self._place[n, dim, False] = self._placement(n, dim)
+        return self._place[n, dim, False]
+
+    def _placement(self, n: int, dim: int) -> np.ndarray:
+        node, (p0, p1, p2) = self.nodes[n], self.params.placement
+        pos = np.argmax(permutations(node.rank) == dim, axis=1)
+        size = node.shape[dim]
+        second_tile, minor_tile = self.params.tile
+        lane = size / (np.ceil(size / minor_tile) * minor_tile)
+        sublane = size / (np.ceil(size / second_tile) * second_tile)
+        return np.where(pos == 0, p0 * lane, np.where(pos == 1, p1 * sublane, p2))
+
+    def in_pair(self, n: int, dim: int) -> np.ndarray:
+        """float64 [rank!]: 1 where `dim` is among the two most-minor dimensions, else offpair_penalty."""
+        if (n, dim, True) not in self._place:
+            pos = np.argmax(permutations(self.nodes[n].rank) == dim, axis=1)
+            self._place[n, dim, True] = np.where(pos <= 1, 1.0, self.params.offpair_penalty)
+        return self._place[n, dim, True]
+
+    # -- costs
+    def copy_cost(self, n: int, have, want):
+        """Transpose copy of node n's output from layout `have` to `want` (0 where equal)."""
+        pb = self.padded_bytes(n)
+        cost = (pb[have] + pb[want]) / self.params.bytes_per_ns + self.params.copy_overhead_ns
+        return np.where(np.asarray(have) != np.asarray(want), cost, 0.0)
+
+    def _matmul(self, n: int, flops: float, factors, mem) -> np.ndarray:
+        p = self.params
+        peak = p.flops_per_ns / (p.f32_slowdown if self.nodes[n].dtype == "f32" else 1.0)
+        eff = np.maximum(prod(factors), 1e-3)
+        return np.maximum(flops / (peak * eff), mem / p.bytes_per_ns) + p.op_overhead_ns
+
+    def _configurable(self, n: int, node: HloNode, lay: list, chosen) -> tuple[object, object]:
+        x = node.operands[0]
+        out_l, in_l, k_l = chosen
+        cost = self._into(x, lay, in_l)
+        pb_out, pb_x = self.padded_bytes(n), self.padded_bytes(x)
+        if node.opcode == op.CONVOLUTION:
+            c, k = node.conv, node.operands[1]
+            cost = cost + self._into(k, lay, k_l)
+            kernel = self.nodes[k]
+            window = prod(kernel.shape[d] for d in c.kernel_spatial)
+            flops = 2.0 * prod(node.shape) * window * kernel.shape[c.kernel_input_feature]
+            factors = (self.placement(x, c.input_feature)[in_l], self.placement(n, c.output_feature)[out_l],
+                       self.placement(k, c.kernel_output_feature)[k_l]
+                       * self.in_pair(k, c.kernel_input_feature)[k_l])
+            cost = cost + self._matmul(n, flops, factors, pb_x[in_l] + self.padded_bytes(k)[k_l] + pb_out[out_l])
+        elif node.opcode == op.DOT:
+            d, r = node.dot, node.operands[1]
+            rhs = self.nodes[r]
+            rhs_l = row_major_id(rhs.rank)
+            cost = cost + self._into(r, lay, rhs_l)
+            n_dim = rhs.rank - 1 if d.rhs_contracting != rhs.rank - 1 else rhs.rank - 2
+            flops = 2.0 * prod(node.shape) * rhs.shape[d.rhs_contracting]
+            factors = (self.placement(x, d.lhs_contracting)[in_l], self.placement(n, node.rank - 1)[out_l],
+                       self.placement(r, n_dim)[rhs_l] * self.in_pair(r, d.rhs_contracting)[rhs_l])
+            cost = cost + self._matmul(n, flops, factors, pb_x[in_l] + self.padded_bytes(r)[rhs_l] + pb_out[out_l])
+        else:   # reshape
+            src = self.nodes[x]
+            bitcast = (src.shape[-1:] == node.shape[-1:] and pb_x[row_major_id(src.rank)] ==
+                       pb_out[row_major_id(node.rank)])
+            free = (np.asarray(in_l) == row_major_id(src.rank)) & (np.asarray(out_l) == row_major_id(node.rank))
+            move = (pb_x[in_l] + pb_out[out_l]) / self.params.bytes_per_ns + self.params.copy_overhead_ns
+            cost = cost + np.where(free & bitcast, 0.0, move)
+        return cost, out_l
+
+    def _into(self, producer: int, lay: list, want):
+        """Cost of handing producer's output to a consumer that expects layout `want`."""
+        if self.nodes[producer].opcode in op.LAYOUT_FLEXIBLE:
+            return 0.0
+        return self.copy_cost(producer, lay[producer], want)
+
+    def _plain(self, n: int, node: HloNode, lay: list):
+        """Non-configurable, non-elementwise op: reads and writes row-major."""
+        cost = sum(self._into(o, lay, row_major_id(self.nodes[o].rank)) for o in dict.fromkeys(node.operands))
+        if node.opcode in op.FREE:
+            return cost
+        moved = self.padded_bytes(n)[row_major_id(node.rank)] + sum(
+            self.padded_bytes(o)[row_major_id(self.nodes[o].rank)] for o in dict.fromkeys(node.operands)
+            if self.nodes[o].opcode not in op.FREE or self.nodes[o].opcode == op.PARAMETER)
+        overhead = self.params.copy_overhead_ns if node.opcode == op.TRANSPOSE else self.params.op_overhead_ns
+        return cost + moved / self.params.bytes_per_ns + overhead
+
+    def _elementwise(self, n: int, node: HloNode, lay: list):
+        lead = next((o for o in node.operands if self.nodes[o].opcode not in op.LAYOUT_FLEXIBLE), None)
+        out_l = lay[lead] if lead is not None else row_major_id(node.rank)
+        elems = self.padded_bytes(n) / ITEMSIZE[node.dtype]
+        itemsizes = ITEMSIZE[node.dtype] + sum(ITEMSIZE[self.nodes[o].dtype] for o in node.operands)
+        cost = elems[out_l] * itemsizes / self.params.bytes_per_ns + self.params.op_overhead_ns
+        for o in dict.fromkeys(node.operands):
+            if o != lead:
+                cost = cost + self._into(o, lay, out_l)
+        return cost, out_l
+
+    def choices(self, node_config_feat: np.ndarray) -> dict[int, tuple]:
+        """Per configurable node: (output, input, kernel) layout ids, each an int64 [C] array."""
+        feat = np.asarray(node_config_feat)
+        if feat.ndim != 3 or feat.shape[1:] != (len(self.config_ids), NODE_CONFIG_FEAT_DIM):
+            raise ValueError(f"node_config_feat: expected [C, {len(self.config_ids)}, 18], got {feat.shape}")
+        out = {}
+        for k, n in enumerate(self.config_ids):
+            node = self.nodes[n]
+            ops_ = [self.nodes[o] for o in node.operands]
+            d_out, d_in, d_k = default_layouts(node, ops_)
+            where = f"node_config_feat[:, {k}] (node {n})"
+            out[n] = (decode_block(feat[:, k, 0:6], node.rank, d_out, where),
+                      decode_block(feat[:, k, 6:12], ops_[0].rank, d_in, where),
+                      decode_block(feat[:, k, 12:18], ops_[1].rank, d_k, where) if d_k is not None else None)
+        return out
+
+    def runtime_ns(self, node_config_feat: np.ndarray) -> np.ndarray:
+        """float64 [C]: noise-free runtime of each configuration row of node_config_feat [C, NC, 18]."""
+        chosen = self.choices(node_config_feat)
+        lay: list = [0] * len(self.nodes)
+        total = np.full(len(node_config_feat), self.params.launch_overhead_ns)
+        for n, node in enumerate(self.nodes):
+            if node.opcode in op.CONFIGURABLE:
+                picks = chosen.get(n) or default_layouts(node, [self.nodes[o] for o in node.operands])
+                cost, lay[n] = self._configurable(n, node, lay, picks)
+            elif node.opcode in op.ELEMENTWISE:
+                cost, lay[n] = self._elementwise(n, node, lay)
+            else:
+                cost, lay[n] = self._plain(n, node, lay), row_major_id(node.rank)
+            total = total + cost
+        return total

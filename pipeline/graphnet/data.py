@@ -1,0 +1,208 @@
+"""From pruned graphs to model inputs: static graph tensors, config sampling and config batches.
+
+A `GraphTensors` holds what does not depend on the configuration (node features, opcodes, edges, degree
+normalisers). Configurations are read per batch from the memory-mapped `node_config_feat` / `config_feat`, so
+memory grows with the batch, never with the number of configurations of a graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from pipeline.graphnet import layout_inputs
+from pipeline.pruned import PrunedGraph
+
+LAYOUT_VALUE_MIN = -1        # node_config_feat values: -1 (padding / compiler default) .. 5 (a dimension index)
+LAYOUT_VALUE_MAX = 5
+NODE_CONFIG_FEAT_DIM = 18    # output, input and kernel layout, 6 values each
+TILE_CONFIG_FEAT_DIM = 24    # kernel, output and input bounds, 8 values each
+NUM_OPCODES = 121            # opcode ids 0..120
+SHAPE_DIM_COLUMNS = slice(21, 27)   # node_feat_raw columns shape_dimensions_0..5 (the node's output shape)
+LAYOUT_BLOCKS = 3            # output, input (first operand), kernel (second operand) layouts of a configurable node
+MAX_DIMS = 6
+
+
+@dataclass
+class GraphTensors:
+    """The configuration-independent tensors of one graph.
+
+    consumer/producer are the two columns of `edge_index` (row = (consumer, producer)); inv_deg_* are
+    1 / max(1, number of producers of a node) and 1 / max(1, number of consumers of a node).
+    """
+
+    graph_id: str
+    node_feat: torch.Tensor            # [nodes, features] float32
+    node_opcode: torch.Tensor          # [nodes] int64
+    consumer: torch.Tensor             # [edges] int64
+    producer: torch.Tensor             # [edges] int64
+    inv_deg_consumer: torch.Tensor     # [nodes] float32, 1 / producers per node
+    inv_deg_producer: torch.Tensor     # [nodes] float32, 1 / consumers per node
+    node_config_ids: torch.Tensor | None = None   # [configurable nodes] int64 (layout)
+    operand_dims: torch.Tensor | None = None      # [configurable nodes, 3, 6] float32 raw dim sizes (layout)
+    hlo_code: torch.Tensor | None = None          # [nodes] int64 base-7 code of each node's HLO layout (layout)
+    default_blocks: torch.Tensor | None = None    # [configurable nodes, 3, 6] int64 HLO layouts (+1) a default
+                                                  # output / input / kernel block stands for (layout)
+    edge_slot: torch.Tensor | None = None         # [edges] int64 config block (1 input, 2 kernel) the edge feeds, -1
+    edge_consumer_k: torch.Tensor | None = None   # [edges] int64 position of the consumer in node_config_ids, -1
+    log_elements: torch.Tensor | None = None      # [nodes] float32 log1p(elements of the node's output)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_opcode.shape[0])
+
+    def to(self, device: torch.device | str) -> "GraphTensors":
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in moved.items():
+            if isinstance(value, torch.Tensor):
+                moved[name] = value.to(device, non_blocking=True)
+        return GraphTensors(**moved)
+
+
+def _where(graph: PrunedGraph) -> str:
+    return f"pruned graph {graph.split}/{graph.graph_id}"
+
+
+def graph_tensors(graph: PrunedGraph) -> GraphTensors:
+    """Validate a pruned graph's static arrays and convert them to tensors (CPU)."""
+    n = graph.n_nodes
+    node_feat = np.asarray(graph.node_feat, dtype=np.float32)
+    if node_feat.ndim != 2 or node_feat.shape[0] != n:
+        raise ValueError(f"{_where(graph)}: node_feat expected [{n}, features], found {node_feat.shape}")
+    if not np.all(np.isfinite(node_feat)):
+        raise ValueError(f"{_where(graph)}: node_feat contains NaN or inf (re-run prune)")
+    opcode = np.asarray(graph.node_opcode, dtype=np.int64)
+    if n and (opcode.min() < 0 or opcode.max() >= NUM_OPCODES):
+        raise ValueError(f"{_where(graph)}: node_opcode expected 0..{NUM_OPCODES - 1}, "
+                         f"found {opcode.min()}..{opcode.max()}")
+    edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)  # [edges, (consumer, producer)]
+    if edges.size and (edges.min() < 0 or edges.max() >= n):
+        raise ValueError(f"{_where(graph)}: edge_index expected node ids 0..{n - 1}, "
+                         f"found {edges.min()}..{edges.max()}")
+    consumer = torch.from_numpy(edges[:, 0].copy())
+    producer = torch.from_numpy(edges[:, 1].copy())
+    deg_consumer = torch.bincount(consumer, minlength=n).clamp(min=1).float()  # [nodes] producers per node
+    deg_producer = torch.bincount(producer, minlength=n).clamp(min=1).float()  # [nodes] consumers per node
+    layout = {}
+    if graph.node_config_ids is not None:
+        ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            raise ValueError(f"{_where(graph)}: node_config_ids expected 0..{n - 1}, found {ids.min()}..{ids.max()}")
+        layout = layout_static(graph, ids, edges)
+    return GraphTensors(graph_id=graph.graph_id, node_feat=torch.from_numpy(node_feat.copy()),
+                        node_opcode=torch.from_numpy(opcode.copy()), consumer=consumer, producer=producer,
+                        inv_deg_consumer=1.0 / deg_consumer, inv_deg_producer=1.0 / deg_producer, **layout)
+
+
+def layout_static(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> dict[str, torch.Tensor]:
+    """The config-independent layout tensors of a layout graph (GraphTensors fields, see layout_inputs)."""
+    raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
+    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < layout_inputs.LAYOUT_COLUMNS.stop:
+        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
+    hlo = layout_inputs.hlo_layouts(raw)                                   # [nodes, 6] values + 1
+    slots = layout_inputs.operand_slots(edges, ids, graph.n_nodes)         # [edges]
+    position = np.full(graph.n_nodes, -1, np.int64)
+    position[ids] = np.arange(len(ids))
+    defaults = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.int64)     # [configurable, 3, 6]
+    defaults[:, 0] = hlo[ids]
+    fed = slots >= 0
+    defaults[position[edges[fed, 0]], slots[fed]] = hlo[edges[fed, 1]]
+    hlo_t = torch.from_numpy(hlo)
+    return {"node_config_ids": torch.from_numpy(ids.copy()),
+            "operand_dims": torch.from_numpy(layout_operand_dims(graph, ids, edges)),
+            "hlo_code": layout_inputs.block_codes(hlo_t), "default_blocks": torch.from_numpy(defaults),
+            "edge_slot": torch.from_numpy(slots), "edge_consumer_k": torch.from_numpy(position[edges[:, 0]]),
+            "log_elements": torch.from_numpy(layout_inputs.log_elements(raw))}
+
+
+def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Raw dimension sizes the three layout blocks of each configurable node permute: float32 [configurable, 3, 6].
+
+    Block 0 (output layout) uses the node's own shape_dimensions; block 1 (input) the shape of its first operand
+    and block 2 (kernel) that of its second (operands in edge order); missing operands and padding give 0.
+    """
+    raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
+    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < SHAPE_DIM_COLUMNS.stop:
+        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
+    dims = np.maximum(raw[:, SHAPE_DIM_COLUMNS], 0.0)                      # [nodes, 6], -1 padding -> 0
+    out = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.float32)
+    out[:, 0] = dims[ids]
+    position = np.full(graph.n_nodes, -1, np.int64)
+    position[ids] = np.arange(len(ids))
+    seen = np.zeros(len(ids), np.int64)                                    # operands found so far per node
+    for consumer, producer in edges:                                       # edge order = operand order
+        k = position[consumer]
+        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
+            out[k, 1 + seen[k]] = dims[producer]
+            seen[k] += 1
+    return out
+
+
+def _read_rows(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows of a (memory-mapped) array in the order of `rows`, reading the file in ascending order."""
+    rows = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(rows, kind="stable")
+    block = np.asarray(array[rows[order]])  # sorted fancy index: sequential reads from the mmap
+    out = np.empty_like(block)
+    out[order] = block
+    return out
+
+
+def layout_config_batch(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
+    """Embedding indices of the layout configs `rows`: int64 [configs, configurable nodes, 18], value + 1 (0..6)."""
+    if graph.node_config_feat is None:
+        raise ValueError(f"{_where(graph)}: node_config_feat missing; a layout graph needs it")
+    feat = _read_rows(graph.node_config_feat, rows)  # [configs, configurable nodes, 18] int8
+    if feat.ndim != 3 or feat.shape[2] != NODE_CONFIG_FEAT_DIM:
+        raise ValueError(f"{_where(graph)}: node_config_feat expected [configs, nodes, {NODE_CONFIG_FEAT_DIM}], "
+                         f"found {feat.shape}")
+    if feat.size and (feat.min() < LAYOUT_VALUE_MIN or feat.max() > LAYOUT_VALUE_MAX):
+        raise ValueError(f"{_where(graph)}: node_config_feat expected values {LAYOUT_VALUE_MIN}..{LAYOUT_VALUE_MAX}, "
+                         f"found {feat.min()}..{feat.max()}")
+    return torch.from_numpy(feat.astype(np.int64) - LAYOUT_VALUE_MIN)
+
+
+def tile_config_batch(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
+    """Normalised tile config features: float32 [configs, 24], sign(x) * log1p(|x|) of the raw bounds."""
+    if graph.config_feat is None:
+        raise ValueError(f"{_where(graph)}: config_feat missing; a tile graph needs it")
+    feat = _read_rows(graph.config_feat, rows).astype(np.float32)  # [configs, 24]
+    if feat.ndim != 2 or feat.shape[1] != TILE_CONFIG_FEAT_DIM:
+        raise ValueError(f"{_where(graph)}: config_feat expected [configs, {TILE_CONFIG_FEAT_DIM}], found {feat.shape}")
+    return torch.from_numpy(np.sign(feat) * np.log1p(np.abs(feat)))
+
+
+def config_batch(kind: str, graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
+    """The model's config input for rows of the kept configs of one graph (layout or tile)."""
+    if kind == "layout":
+        return layout_config_batch(graph, rows)
+    if kind == "tile":
+        return tile_config_batch(graph, rows)
+    raise ValueError(f"unknown collection kind {kind!r}; expected 'tile' or 'layout'")
+
+
+def sample_configs(graph: PrunedGraph, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k distinct kept-config rows drawn uniformly (all of them, shuffled, when the graph has at most k)."""
+    n = graph.n_kept
+    if n == 0:
+        raise ValueError(f"{_where(graph)}: no configurations to sample")
+    if n <= k:
+        return rng.permutation(n)
+    return rng.choice(n, size=k, replace=False)
+
+
+def runtimes(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
+    """Training targets of the kept configs `rows` (layout: runtime; tile: normalised runtime), float32."""
+    return torch.from_numpy(np.asarray(graph.config_runtime[np.asarray(rows)], dtype=np.float32))
+
+
+def shard(items: list, rank: int, world: int, rng: np.random.Generator | None = None) -> list:
+    """This rank's equal share of `items` for one epoch (shuffled with a rng shared by all ranks).
+
+    The list is padded by wrapping around so every rank gets the same number of items (DDP needs equal steps).
+    """
+    order = rng.permutation(len(items)) if rng is not None else np.arange(len(items))
+    per_rank = -(-len(items) // world)
+    padded = np.resize(order, per_rank * world)  # [per_rank * world], wraps around
+    return [items[i] for i in padded[rank::world]]

@@ -1,0 +1,105 @@
+"""Input embeddings: nodes (opcode + normalised features), layout config values, tile config features.
+
+Layout configs enter early: every node gets its graph embedding plus a config part, which for configurable nodes
+embeds the 18 layout values (-1..5, so the -1 padding has its own vector) and for every other node is one learned
+"not configurable" marker. The result is `[configs, nodes, hidden]`, so many configs of a graph share one pass.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from pipeline.graphnet.data import (LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS, NODE_CONFIG_FEAT_DIM,
+                               NUM_OPCODES, TILE_CONFIG_FEAT_DIM)
+from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, effective_configs, mismatch_features
+
+LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
+TPU_TILE = (8, 128)          # (second-minor, minor) tile of TPU memory layouts: padding depends on these dims
+DIM_FEATURES_PER_BLOCK = MAX_DIMS + 2        # log sizes of the 6 dims, tile remainders of the 2 most minor
+
+
+def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
+    """Sizes of the dimensions in the order a layout puts them (minor first), the 3rd place's `(x % 128) / 128`.
+
+    Args:
+        configs: [configs, configurable, 18] embedding indices (layout value + 1; 0 = -1 padding).
+        operand_dims: [configurable, 3, 6] raw dimension sizes of the output / input / kernel operands.
+    Returns:
+        [configs, configurable, 3, DIM_FEATURES_PER_BLOCK] float: log1p(size) of dims minor-to-major, then
+        (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
+    """
+    n_configs, n_nodes, _ = configs.shape
+    order = (configs - 1).reshape(n_configs, n_nodes, LAYOUT_BLOCKS, MAX_DIMS)   # [configs, nodes, 3, 6], -1 = none
+    dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
+    sizes = torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)            # [configs, nodes, 3, 6]
+    minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
+    return torch.cat([torch.log1p(sizes), (minor % TPU_TILE[1] / TPU_TILE[1]).unsqueeze(-1),
+                      (second % TPU_TILE[0] / TPU_TILE[0]).unsqueeze(-1)], dim=-1)
+
+
+class NodeEncoder(nn.Module):
+    """Configuration-independent node embedding: [nodes] opcode + [nodes, features] -> [nodes, hidden]."""
+
+    def __init__(self, node_feat_dim: int, hidden: int, opcode_dim: int):
+        super().__init__()
+        self.opcode = nn.Embedding(NUM_OPCODES, opcode_dim)
+        self.proj = nn.Sequential(nn.Linear(node_feat_dim + opcode_dim, hidden), nn.GELU(),
+                                  nn.Linear(hidden, hidden))
+
+    def forward(self, node_feat: torch.Tensor, node_opcode: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([node_feat, self.opcode(node_opcode)], dim=-1)  # [nodes, features + opcode_dim]
+        return self.proj(x)                                            # [nodes, hidden]
+
+
+class LayoutConfigEncoder(nn.Module):
+    """Adds the per-config part to a node embedding.
+
+    forward(node_h [nodes, hidden], graph GraphTensors, configs [configs, configurable, 18] in 0..6)
+    -> [configs, nodes, hidden]. The config part of a configurable node sees its embedded layout values and the
+    dimension sizes they put minor (`layout_dim_features`). With `effective`, default (-1) blocks are first replaced
+    by the HLO layouts they stand for, plus a per-block "was default" flag; with `mismatch`, every node also gets
+    its mismatched in/out edges under the config (`layout_inputs.mismatch_features`, the copies a config costs).
+    """
+
+    def __init__(self, hidden: int, value_dim: int, effective: bool = False, mismatch: bool = False):
+        super().__init__()
+        self.effective, self.mismatch = effective, mismatch
+        self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
+        # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
+        width = NODE_CONFIG_FEAT_DIM * value_dim + LAYOUT_BLOCKS * DIM_FEATURES_PER_BLOCK
+        width += LAYOUT_BLOCKS if effective else 0
+        self.proj = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+        self.not_configurable = nn.Parameter(torch.zeros(hidden))
+        self.copies = nn.Linear(MISMATCH_FEATURES, hidden) if mismatch else None
+
+    def forward(self, node_h: torch.Tensor, graph, configs: torch.Tensor) -> torch.Tensor:
+        n_configs, n_cfg_nodes, _ = configs.shape
+        parts = []
+        if self.effective or self.mismatch:
+            effective, is_default = effective_configs(configs, graph.default_blocks)  # [configs, configurable, 18]
+        if self.effective:
+            configs = effective
+            parts.append(is_default.to(node_h.dtype))                  # [configs, configurable, 3]
+        emb = self.value(configs)                                     # [configs, configurable, 18, value_dim]
+        emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
+        dims = layout_dim_features(configs, graph.operand_dims)       # [configs, configurable, 3, 8]
+        dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 24]
+        cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype), *parts], dim=-1))  # [configs, configurable, hidden]
+        base = node_h + self.not_configurable                         # [nodes, hidden]
+        x = base.unsqueeze(0).expand(n_configs, -1, -1)               # [configs, nodes, hidden]
+        if self.copies is not None:
+            x = x + self.copies(mismatch_features(effective, is_default, graph).to(x.dtype))  # [configs, nodes, hidden]
+        # configurable nodes: replace the marker by their config embedding
+        delta = cfg_h - self.not_configurable                         # [configs, configurable, hidden]
+        return x.index_add(1, graph.node_config_ids, delta.to(x.dtype))  # [configs, nodes, hidden]
+
+
+class TileConfigEncoder(nn.Module):
+    """Normalised tile config features [configs, 24] -> [configs, hidden]."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.proj = nn.Sequential(nn.Linear(TILE_CONFIG_FEAT_DIM, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+
+    def forward(self, config_feat: torch.Tensor) -> torch.Tensor:
+        return self.proj(config_feat)  # [configs, hidden]

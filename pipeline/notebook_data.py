@@ -1,0 +1,295 @@
+"""Read stage outputs into DataFrames for the notebooks (notebooks/01-data.ipynb, notebooks/02-results.ipynb).
+
+Pure readers, no writes. Every folder argument is a `cfg.paths.*` value and `slugs` is `cfg.data.collections`.
+Readers of per-collection outputs return `(table, missing)`: the rows of the files that exist and the paths of those
+that do not (a run without a model shows a note instead of failing). A file that exists but is malformed raises a
+ValueError naming the file, what was expected and what was found.
+
+Where the stages write (file names from pipeline.pruned and pipeline.scoring.evaluate; the GNN/LightGBM plot folders are
+mirrored here so the notebooks need neither torch nor LightGBM):
+- prune: `<pruned_dir>/<slug>/{index.csv,report.json}`, `<pruned_dir>/<slug>/<split>/<graph_id>/*.npy`;
+- every model stage: `<metrics_dir>/<stage>/<slug>.json` ({"valid"|"test": {"score", "graphs"}, ...}),
+  `<plots_dir>/<stage>/<slug>_per_graph.csv` (split, graph_id, score) and `<slug>_scatter.csv` (valid ranks);
+- gnn: `<plots_dir>/gnn/<slug>/curve.csv`; lgbm: `<plots_dir>/lgbm/<slug>/importance.csv`;
+- ensemble: weights and member_valid_scores in its metrics JSON; submit: `<metrics_dir>/submit.json`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pipeline.predictions import load_predictions, predictions_path
+from pipeline.scoring.evaluate import per_graph_file, scatter_file
+from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
+                             load_pruned_graph, read_index)
+
+MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "lgbm", "gnn": "gnn",
+                                "ensemble": "ensemble"}   # model (predictions folder) -> stage writing its metrics
+SCORED_SPLITS = ("valid", "test")
+LABELLED_SPLITS = ("train", "valid")   # splits whose runtimes are known on real data
+GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
+LGBM_IMPORTANCE = ("lgbm", "importance.csv")
+SUBMIT_METRICS = "submit.json"
+
+Found = tuple[pd.DataFrame, list[Path]]
+
+
+def read_json(path: str | Path) -> dict:
+    """A JSON object from `path`; ValueError naming the file when it is not valid JSON or not an object."""
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(payload).__name__}")
+    return payload
+
+
+def read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """A CSV that must have `columns` (graph_id read as text); ValueError naming the file and the missing columns."""
+    table = pd.read_csv(path, dtype={"graph_id": str, "split": str, "feature": str})
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: columns {missing} missing; expected {list(columns)}, found {list(table.columns)}")
+    return table
+
+
+def _concat(frames: list[pd.DataFrame], columns: Sequence[str]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns))
+
+
+def _per_collection(paths: Mapping[str, Path], columns: Sequence[str]) -> Found:
+    """Read `{slug: csv path}` into one table with a leading `collection` column; missing files are listed."""
+    frames, missing = [], []
+    for slug, path in paths.items():
+        if not path.exists():
+            missing.append(path)
+            continue
+        frames.append(read_csv(path, columns).assign(collection=slug))
+    table = _concat(frames, list(columns) + ["collection"])
+    return table[["collection"] + [c for c in table.columns if c != "collection"]], missing
+
+
+def missing_note(missing: Iterable[Path], what: str) -> str:
+    """One line for a notebook: which outputs of `what` are absent (empty string when none)."""
+    missing = [str(p) for p in missing]
+    if not missing:
+        return ""
+    return f"Note: {len(missing)} {what} output(s) not found (stage not run?): " + ", ".join(missing)
+
+
+# ---------------------------------------------------------------- data (01-data.ipynb)
+
+def pruned_index(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
+    """Every pruned graph of every collection: index.csv rows plus `collection` (missing index.csv files listed)."""
+    frames, missing = [], []
+    for slug in slugs:
+        path = collection_dir(pruned_dir, slug) / INDEX_FILE
+        if not path.exists():
+            missing.append(path)
+            continue
+        frames.append(read_index(pruned_dir, slug).assign(collection=slug))
+    table = _concat(frames, ["collection"] + INDEX_COLUMNS)
+    return table[["collection"] + [c for c in table.columns if c != "collection"]], missing
+
+
+def split_counts(index: pd.DataFrame) -> pd.DataFrame:
+    """Graphs, nodes, edges and configs (before/after pruning) per collection and split, from `pruned_index`."""
+    counts = index.groupby(["collection", "split"], sort=False).agg(graphs=("graph_id", "size"),
+                                                                    **{c: (c, "sum") for c in COUNT_COLUMNS})
+    return counts.reset_index()
+
+
+def keep_ratios(counts: pd.DataFrame) -> pd.DataFrame:
+    """What pruning keeps: node, edge and config (after de-duplication) fractions per row of `split_counts`."""
+    ratios = counts[["collection", "split", "graphs"]].copy()
+    for name, before, after in (("node_keep", "nodes", "nodes_pruned"), ("edge_keep", "edges", "edges_pruned"),
+                                ("config_keep", "configs", "configs_dedup")):
+        ratios[name] = counts[after] / counts[before].where(counts[before] > 0)
+    return ratios
+
+
+def prune_params(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
+    """Per collection, the prune report's parameters, kept node-feature columns and skipped graphs."""
+    rows, missing = [], []
+    for slug in slugs:
+        path = collection_dir(pruned_dir, slug) / REPORT_FILE
+        if not path.exists():
+            missing.append(path)
+            continue
+        report = read_json(path)
+        row = {"collection": slug, "node_feat_columns": report.get("node_feat_columns"),
+               "skipped": len(report.get("skipped", []))}
+        rows.append({**row, **{f"prune.{k}": v for k, v in report.get("params", {}).items()}})
+    return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "node_feat_columns", "skipped"]), missing
+
+
+def runtime_summary(pruned_dir: str | Path, index: pd.DataFrame, splits: Sequence[str] = LABELLED_SPLITS,
+                    quantiles: int = 21) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runtime spread of every labelled graph (pruned runtimes: layout raw, tile divided by its normalizer).
+
+    Args:
+        pruned_dir: cfg.paths.pruned_dir.
+        index: `pruned_index` table (collection, split, graph_id, ...).
+        splits: the splits to read (test runtimes are unknown on real data).
+        quantiles: points per graph of the returned distribution (bounded memory on 100k-config graphs).
+    Returns:
+        (per_graph, distribution): per_graph has collection, split, graph_id, configs (kept rows), best, median,
+        worst, spread (= worst / best); distribution has collection, split, graph_id, q, ratio = the q-quantile of
+        runtime / best runtime of that graph, so every graph weighs the same.
+    """
+    rows, dists = [], []
+    q = np.linspace(0.0, 1.0, quantiles)  # [quantiles]
+    for row in index[index["split"].isin(splits)].itertuples(index=False):
+        folder = graph_dir(pruned_dir, row.collection, row.split, row.graph_id)
+        runtime = np.asarray(load_pruned_graph(folder).config_runtime, dtype=np.float64)  # [kept configs]
+        if runtime.size == 0 or np.any(runtime <= 0):
+            raise ValueError(f"{folder / 'config_runtime.npy'}: expected positive runtimes on split {row.split!r}, "
+                             f"found {runtime.size} values, min {runtime.min() if runtime.size else 'none'}")
+        best = runtime.min()
+        rows.append({"collection": row.collection, "split": row.split, "graph_id": row.graph_id,
+                     "configs": runtime.size, "best": best, "median": float(np.median(runtime)),
+                     "worst": runtime.max(), "spread": runtime.max() / best})
+        dists.append(pd.DataFrame({"collection": row.collection, "split": row.split, "graph_id": row.graph_id,
+                                   "q": q, "ratio": np.quantile(runtime / best, q)}))
+    per_graph = _concat([pd.DataFrame(rows)] if rows else [], ["collection", "split", "graph_id", "configs", "best",
+                                                               "median", "worst", "spread"])
+    return per_graph, _concat(dists, ["collection", "split", "graph_id", "q", "ratio"])
+
+
+# ---------------------------------------------------------------- results (02-results.ipynb)
+
+def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, str] = MODEL_STAGES) -> Found:
+    """Collection score per model and split: columns collection, model, split, score, graphs (long format)."""
+    rows, missing = [], []
+    for model, stage in models.items():
+        for slug in slugs:
+            path = Path(metrics_dir) / stage / f"{slug}.json"
+            if not path.exists():
+                missing.append(path)
+                continue
+            result = read_json(path)
+            for split in SCORED_SPLITS:
+                if split in result:
+                    if not isinstance(result[split], dict) or "score" not in result[split]:
+                        raise ValueError(f"{path}: key {split!r} expected {{'score', 'graphs'}}, "
+                                         f"found {result[split]!r}")
+                    rows.append({"collection": slug, "model": model, "split": split,
+                                 "score": float(result[split]["score"]), "graphs": result[split].get("graphs")})
+    return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "score", "graphs"]), missing
+
+
+def score_table(long: pd.DataFrame, models: Sequence[str] = tuple(MODEL_STAGES)) -> pd.DataFrame:
+    """`scores` pivoted: one row per collection and split, one column per model (models in the given order)."""
+    table = long.pivot_table(index=["collection", "split"], columns="model", values="score", aggfunc="first")
+    return table.reindex(columns=[m for m in models if m in table.columns])
+
+
+def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, str] = MODEL_STAGES) -> Found:
+    """Per-graph scores of every model: columns collection, model, split, graph_id, score."""
+    frames, missing = [], []
+    for model, stage in models.items():
+        table, absent = _per_collection({s: per_graph_file(plots_dir, stage, s) for s in slugs},
+                                        ["split", "graph_id", "score"])
+        frames.append(table.assign(model=model))
+        missing += absent
+    table = _concat([f for f in frames if len(f)], ["collection", "split", "graph_id", "score", "model"])
+    return table[["collection", "model", "split", "graph_id", "score"]], missing
+
+
+def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models: Sequence[str] = tuple(MODEL_STAGES),
+                      splits: Sequence[str] = SCORED_SPLITS) -> Found:
+    """What each model predicted: collection, model, split, graphs, configs (scores in the predictions file)."""
+    rows, missing = [], []
+    for model in models:
+        for slug in slugs:
+            for split in splits:
+                path = predictions_path(predictions_dir, model, slug, split)
+                if not path.exists():
+                    missing.append(path)
+                    continue
+                preds = load_predictions(path)
+                rows.append({"collection": slug, "model": model, "split": split, "graphs": len(preds),
+                             "configs": sum(len(preds[g]) for g in preds)})
+    return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "graphs", "configs"]), missing
+
+
+def rank_scatter(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
+    """Predicted vs true rank of sampled valid configurations of one model (`<slug>_scatter.csv`)."""
+    stage = MODEL_STAGES.get(model, model)
+    return _per_collection({s: scatter_file(plots_dir, stage, s) for s in slugs},
+                           ["graph_id", "true_rank", "predicted_rank"])
+
+
+def gnn_curves(plots_dir: str | Path, slugs: Sequence[str]) -> Found:
+    """GNN training curves: collection, epoch, loss, valid_score, ... (gnn's curve.csv)."""
+    return _per_collection({s: Path(plots_dir) / GNN_CURVE[0] / s / GNN_CURVE[1] for s in slugs},
+                           ["epoch", "loss", "valid_score"])
+
+
+def lgbm_importance(plots_dir: str | Path, slugs: Sequence[str], top_k: int) -> Found:
+    """The `top_k` LightGBM features by total gain per collection: collection, feature, gain, split."""
+    table, missing = _per_collection({s: Path(plots_dir) / LGBM_IMPORTANCE[0] / s / LGBM_IMPORTANCE[1]
+                                      for s in slugs}, ["feature", "gain"])
+    top = table.sort_values(["collection", "gain"], ascending=[True, False], kind="stable")
+    return top.groupby("collection", sort=False).head(top_k).reset_index(drop=True), missing
+
+
+def ensemble_weights(metrics_dir: str | Path, slugs: Sequence[str]) -> Found:
+    """Ensemble members per collection: collection, member, weight, valid_score (the member's own)."""
+    rows, missing = [], []
+    for slug in slugs:
+        path = Path(metrics_dir) / MODEL_STAGES["ensemble"] / f"{slug}.json"
+        if not path.exists():
+            missing.append(path)
+            continue
+        result = read_json(path)
+        if not isinstance(result.get("weights"), dict):
+            raise ValueError(f"{path}: key 'weights' expected {{member: weight}}, found {result.get('weights')!r}")
+        member_scores = result.get("member_valid_scores", {})
+        rows += [{"collection": slug, "member": m, "weight": float(w), "valid_score": member_scores.get(m)}
+                 for m, w in result["weights"].items()]
+    return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "member", "weight", "valid_score"]), missing
+
+
+def submit_scores(metrics_dir: str | Path) -> tuple[pd.DataFrame, float | None]:
+    """The submission's test score per collection and its Kaggle score (mean), when submit scored it.
+
+    Returns (empty table, None) when submit.json is absent or holds no test score (real data: no hidden truth).
+    """
+    path = Path(metrics_dir) / SUBMIT_METRICS
+    if not path.exists():
+        return pd.DataFrame(columns=["collection", "score"]), None
+    test = read_json(path).get("test") or {}
+    per_collection = test.get("collections", {})
+    table = pd.DataFrame({"collection": list(per_collection), "score": [float(v) for v in per_collection.values()]})
+    score = test.get("kaggle_score")
+    return table, None if score is None else float(score)
+
+
+def flatten(payload: Mapping, prefix: str = "") -> dict[str, object]:
+    """Nested mapping -> {"a.b.c": scalar}; lists are kept whole."""
+    flat: dict[str, object] = {}
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def all_metrics(metrics_dir: str | Path) -> pd.DataFrame:
+    """Every numeric value of every JSON under metrics_dir (like `dvc metrics show`): file, metric, value."""
+    rows = []
+    root = Path(metrics_dir)
+    for path in sorted(root.rglob("*.json")):
+        for metric, value in flatten(read_json(path)).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                rows.append({"file": path.relative_to(root).as_posix(), "metric": metric, "value": float(value)})
+    return _concat([pd.DataFrame(rows)] if rows else [], ["file", "metric", "value"])

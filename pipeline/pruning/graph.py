@@ -1,0 +1,144 @@
+"""Prune one TpuGraphs file into a `PrunedGraph` folder (the per-graph work of stage `prune`).
+
+Per graph: load and validate (`tpugraphs.load_graph`); keep the configurable nodes' k-hop subgraph (layout;
+tile graphs stay whole); re-pad `node_feat` (and tile `config_feat`) with `pad_value`; de-duplicate the
+configurations on train and valid (test rows stay as they are, in order); compute the target runtimes (layout:
+`config_runtime`; tile: `config_runtime / config_runtime_normalizers`; test: zeros, nothing divides by test
+normalizers). Layout `node_config_feat` is streamed chunk by chunk straight into its `.npy`, so memory is one chunk
+plus O(configs), whatever the file size.
+
+`node_feat` is written provisionally equal to `node_feat_raw`; the stage overwrites it with the normalised
+features once the normaliser is fitted on train (`write_normalized`). Both happen inside the stage's temporary
+collection folder, so no reader ever sees the provisional file.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.pruning.dedup import Dedup, NpyStreamWriter, aggregate, dedup_chunks, identity_dedup
+from pipeline.pruning.normalize import ColumnStats, Normalizer, signed_log
+from pipeline.pruned import PrunedGraph, save_pruned_graph
+from pipeline.pruning.repad import repad_config_feat, repad_node_feat
+from pipeline.pruning.subgraph import khop_subgraph
+from pipeline.tpugraphs.dataset import Collection, Graph, TpuGraphsFormatError, load_graph
+
+NODE_CONFIG_FEAT_FILE = "node_config_feat.npy"
+DEDUP_SPLITS = ("train", "valid")     # test configs are never dropped or reordered
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """What one graph's pruning depends on (from `conf/prune`)."""
+
+    hops: int | None          # None = whole graph
+    pad_value: float
+    dedup: str                # "min" | "mean"
+    chunk_size: int           # configs per streamed node_config_feat chunk
+    log_mask: np.ndarray      # bool [140], node_feat columns logged before the train statistics
+
+
+@dataclass
+class GraphResult:
+    """One graph's index row, its train statistics, or the validation error that stopped it."""
+
+    split: str
+    graph_id: str
+    source_file: str
+    row: dict | None = None              # the pruned.INDEX_COLUMNS values
+    stats: ColumnStats | None = None     # train only: statistics of signed_log(node_feat_raw)
+    error: TpuGraphsFormatError | None = None
+
+
+def target_runtime(graph: Graph) -> np.ndarray:
+    """float64 [configs]: what configs are ranked by; zeros on test (never divided by test normalizers)."""
+    if graph.split == "test":
+        return np.zeros(graph.n_configs, dtype=np.float64)
+    runtime = graph.config_runtime.astype(np.float64)
+    if graph.collection.kind == "tile":
+        return runtime / graph.config_runtime_normalizers.astype(np.float64)
+    return runtime
+
+
+def _stream_node_config_feat(graph: Graph, path: Path, chunk_size: int) -> Dedup:
+    """Write the kept node_config_feat rows of `graph` to `path` in one streamed pass; returns the Dedup."""
+    n_configs, shape = graph.n_configs, graph.node_config_feat_source.shape[1:]
+    with NpyStreamWriter(path, shape, np.int8, max_rows=n_configs) as writer:
+        chunks = graph.iter_node_config_feat(chunk_size)
+        if graph.split in DEDUP_SPLITS:
+            return dedup_chunks(chunks, n_configs, sink=writer.write)
+        for _, chunk in chunks:
+            writer.write(chunk)
+        return identity_dedup(n_configs)
+
+
+def prune_graph(graph: Graph, params: GraphParams, folder: Path) -> tuple[dict, ColumnStats | None]:
+    """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row and train statistics.
+
+    Raises:
+        TpuGraphsFormatError: a node_config_feat value outside {-1, 0..5} (found while streaming).
+    """
+    layout = graph.collection.kind == "layout"
+    sub = khop_subgraph(graph.n_nodes, graph.edge_index, graph.node_config_ids if layout else None,
+                        params.hops if layout else None)
+    node_feat_raw = repad_node_feat(graph.node_feat[sub.node_ids], params.pad_value)   # [kept nodes, 140]
+    runtime = target_runtime(graph)
+    staged = folder.with_name(f"{folder.name}.{NODE_CONFIG_FEAT_FILE}")
+    config_feat = None
+    try:
+        if layout:
+            dedup = _stream_node_config_feat(graph, staged, params.chunk_size)
+        else:
+            dedup = (dedup_chunks([(0, graph.config_feat)], graph.n_configs) if graph.split in DEDUP_SPLITS
+                     else identity_dedup(graph.n_configs))
+            config_feat = repad_config_feat(graph.config_feat[dedup.first], params.pad_value)   # [kept, 24]
+        kept_runtime = (aggregate(runtime, dedup, params.dedup) if graph.split in DEDUP_SPLITS
+                        else runtime[dedup.first])
+        pruned = PrunedGraph(
+            graph_id=graph.graph_id, split=graph.split, node_feat=node_feat_raw, node_feat_raw=node_feat_raw,
+            node_opcode=graph.node_opcode[sub.node_ids].astype(np.int64), edge_index=sub.edge_index,
+            node_ids=sub.node_ids, config_runtime=kept_runtime, config_count=dedup.count,
+            config_inverse=dedup.inverse, node_config_ids=sub.node_config_ids if layout else None,
+            config_feat=config_feat, node_splits=graph.node_splits)
+        save_pruned_graph(pruned, folder)
+        if layout:
+            os.replace(staged, folder / NODE_CONFIG_FEAT_FILE)
+    finally:
+        staged.unlink(missing_ok=True)
+    row = {"split": graph.split, "graph_id": graph.graph_id, "nodes": graph.n_nodes,
+           "edges": len(graph.edge_index), "nodes_pruned": sub.n_nodes, "edges_pruned": sub.n_edges,
+           "configs": graph.n_configs, "configs_dedup": dedup.n_kept}
+    stats = ColumnStats.of(signed_log(node_feat_raw, params.log_mask)) if graph.split == "train" else None
+    return row, stats
+
+
+def prune_file(path: Path, collection: Collection, split: str, source_file: str, params: GraphParams,
+               split_dir: Path) -> GraphResult:
+    """Load, validate and prune one file into `<split_dir>/<stem>/`; a format error is returned, not raised.
+
+    Runs in worker processes: returns only small things (index row, statistics, error).
+    """
+    result = GraphResult(split=split, graph_id=Path(path).stem, source_file=source_file)
+    folder = Path(split_dir) / result.graph_id
+    try:
+        graph = load_graph(path, collection, split)
+        row, result.stats = prune_graph(graph, params, folder)
+        result.row = {**row, "source_file": source_file}
+    except TpuGraphsFormatError as error:
+        result.error = error
+        for leftover in (folder, folder.with_name(folder.name + ".tmp")):   # nothing half-written stays
+            shutil.rmtree(leftover, ignore_errors=True)
+    return result
+
+
+def write_normalized(folder: Path, normalizer: Normalizer) -> None:
+    """Replace `<folder>/node_feat.npy` with the normalised `node_feat_raw.npy` (temp file + rename)."""
+    node_feat = normalizer.apply(np.load(folder / "node_feat_raw.npy", allow_pickle=False))   # [nodes, kept cols]
+    tmp = folder / "node_feat.npy.tmp"
+    with open(tmp, "wb") as f:
+        np.save(f, node_feat, allow_pickle=False)
+    os.replace(tmp, folder / "node_feat.npy")

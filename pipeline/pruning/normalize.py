@@ -1,0 +1,147 @@
+"""Node-feature normalisation fitted on the train split only, saved as `normalizer.json` by stage `prune`.
+
+Transform of the re-padded `node_feat_raw` [nodes, 140]:
+1. columns whose name matches one of `log_columns` (fnmatch patterns over `repad.NODE_FEAT_NAMES`, e.g.
+   `*_sum`, `*_product`, `shape_dimensions_*`) get `sign(x) * log1p(|x|)` (defined for the -1 padding too);
+2. every column is standardised with the mean and standard deviation of the train nodes (after step 1);
+3. columns that are constant on train (min == max) are dropped.
+`node_opcode` is not a feature column: it stays an integer id for embeddings.
+
+Statistics are gathered per graph (`ColumnStats.of`) and merged in a fixed order (Chan et al.'s pairwise
+update), so the fitted normaliser does not depend on the number of workers.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from pipeline.pruning.repad import NODE_FEAT_DIM, NODE_FEAT_NAMES
+
+
+def log_mask(patterns: Sequence[str], names: Sequence[str] = NODE_FEAT_NAMES) -> np.ndarray:
+    """bool [len(names)]: the columns whose name matches any fnmatch pattern; an unmatched pattern is an error."""
+    mask = np.zeros(len(names), dtype=bool)
+    for pattern in patterns:
+        hits = np.array([fnmatch.fnmatchcase(name, pattern) for name in names])
+        if not hits.any():
+            raise ValueError(f"normalize.log_columns: pattern {pattern!r} matches no node_feat column")
+        mask |= hits
+    return mask
+
+
+def signed_log(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """float64 copy of x [nodes, cols] with sign(x) * log1p(|x|) applied to the columns in mask."""
+    out = np.asarray(x, dtype=np.float64).copy()
+    out[:, mask] = np.sign(out[:, mask]) * np.log1p(np.abs(out[:, mask]))
+    return out
+
+
+@dataclass
+class ColumnStats:
+    """Per-column count, mean, sum of squared deviations (m2), min and max; mergeable."""
+
+    count: int
+    mean: np.ndarray   # [cols] float64
+    m2: np.ndarray     # [cols] float64
+    min: np.ndarray    # [cols] float64
+    max: np.ndarray    # [cols] float64
+
+    @classmethod
+    def empty(cls, n_cols: int = NODE_FEAT_DIM) -> "ColumnStats":
+        return cls(0, np.zeros(n_cols), np.zeros(n_cols), np.full(n_cols, np.inf), np.full(n_cols, -np.inf))
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> "ColumnStats":
+        """Statistics of the rows of x [rows, cols]."""
+        x = np.asarray(x, dtype=np.float64)
+        if len(x) == 0:
+            return cls.empty(x.shape[1])
+        mean = x.mean(axis=0)
+        return cls(len(x), mean, ((x - mean) ** 2).sum(axis=0), x.min(axis=0), x.max(axis=0))
+
+    def merge(self, other: "ColumnStats") -> "ColumnStats":
+        """Statistics of the union of both row sets."""
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        n = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / n)
+        m2 = self.m2 + other.m2 + delta ** 2 * (self.count * other.count / n)
+        return ColumnStats(n, mean, m2, np.minimum(self.min, other.min), np.maximum(self.max, other.max))
+
+    @classmethod
+    def combine(cls, parts: Iterable["ColumnStats"], n_cols: int = NODE_FEAT_DIM) -> "ColumnStats":
+        total = cls.empty(n_cols)
+        for part in parts:
+            total = total.merge(part)
+        return total
+
+
+@dataclass
+class Normalizer:
+    """Fitted transform from node_feat_raw [nodes, 140] to node_feat [nodes, len(columns)]."""
+
+    columns: list[int]       # kept node_feat column indices (not constant on train), ascending
+    log: list[bool]          # per kept column: signed log before standardising
+    mean: list[float]        # per kept column, train mean after the log step
+    std: list[float]         # per kept column, train standard deviation after the log step (> 0)
+    pad_value: float         # the re-padding value the statistics were computed with
+    train_nodes: int         # train nodes the statistics come from
+
+    @property
+    def names(self) -> list[str]:
+        return [NODE_FEAT_NAMES[c] for c in self.columns]
+
+    def apply(self, node_feat_raw: np.ndarray) -> np.ndarray:
+        """float32 [nodes, len(columns)]: log step, then (x - mean) / std, on the kept columns."""
+        cols = np.asarray(self.columns, dtype=np.int64)
+        x = np.asarray(node_feat_raw, dtype=np.float64)[:, cols]   # [nodes, kept columns]
+        log = np.asarray(self.log, dtype=bool)
+        x[:, log] = np.sign(x[:, log]) * np.log1p(np.abs(x[:, log]))
+        return ((x - np.asarray(self.mean)) / np.asarray(self.std)).astype(np.float32)
+
+    def to_dict(self) -> dict:
+        return {"columns": self.columns, "names": self.names, "log": self.log, "mean": self.mean,
+                "std": self.std, "pad_value": self.pad_value, "train_nodes": self.train_nodes}
+
+    def save(self, path: str | Path) -> None:
+        """Write normalizer.json atomically (sorted keys, deterministic)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Normalizer":
+        data = json.loads(Path(path).read_text())
+        data.pop("names", None)
+        return cls(**data)
+
+
+def fit_normalizer(stats: ColumnStats, mask: np.ndarray, pad_value: float, drop_constant: bool = True,
+                   where: str = "train") -> Normalizer:
+    """Normaliser from train statistics gathered on `signed_log(node_feat_raw, mask)`.
+
+    Args:
+        stats: merged ColumnStats of the train nodes (after the log step).
+        mask: bool [140], the log columns.
+        pad_value: the re-padding value used (recorded).
+        drop_constant: drop the columns constant on train; when False they are kept and only centred (std 1).
+        where: names the data in the error raised when there are no train nodes.
+    """
+    if stats.count == 0:
+        raise ValueError(f"{where}: no train nodes to fit the node_feat normaliser on")
+    constant = ~(stats.max > stats.min)
+    keep = np.flatnonzero(~constant) if drop_constant else np.arange(len(stats.mean))
+    std = np.where(constant[keep], 1.0, np.sqrt(stats.m2[keep] / stats.count))
+    return Normalizer(columns=[int(c) for c in keep], log=[bool(mask[c]) for c in keep],
+                      mean=[float(v) for v in stats.mean[keep]], std=[float(v) for v in std],
+                      pad_value=float(pad_value), train_nodes=int(stats.count))

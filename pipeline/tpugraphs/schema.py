@@ -1,0 +1,136 @@
+"""The TpuGraphs npz schema (tpugraphs-format.md section 1): format constants, keys per kind, array validation.
+
+`check_arrays` turns the raw arrays of one file into the validated, dtype-normalised fields of
+`pipeline.tpugraphs.Graph`, raising `TpuGraphsFormatError` (file, key, expected, found) on the first problem.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.tpugraphs.npz import NpzMember, TpuGraphsFormatError
+
+SPLITS = ("train", "valid", "test")
+LABELLED_SPLITS = ("train", "valid")            # test runtimes are hidden (all zero in the real files)
+NODE_FEAT_DIM = 140
+CONFIG_FEAT_DIM = 24
+NODE_CONFIG_FEAT_DIM = 18
+MAX_OPCODE = 120
+LAYOUT_VALUE_MIN, LAYOUT_VALUE_MAX = -1, 5      # node_config_feat: minor-to-major dims 0..5, -1 = padding/default
+GRAPH_KEYS = ("node_feat", "node_opcode", "edge_index", "config_runtime")
+TILE_KEYS = ("config_feat", "config_runtime_normalizers")
+LAYOUT_KEYS = ("node_config_ids", "node_config_feat", "node_splits")
+
+
+def required_keys(kind: str, split: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, optional) keys of a `kind` ("tile" | "layout") file of `split`."""
+    if kind == "layout":
+        return GRAPH_KEYS + LAYOUT_KEYS, ()
+    if split in LABELLED_SPLITS:
+        return GRAPH_KEYS + TILE_KEYS, ("node_splits",)
+    return GRAPH_KEYS + ("config_feat",), ("config_runtime_normalizers", "node_splits")   # test: may be absent
+
+
+def _first(mask: np.ndarray) -> str:
+    """Where the first True of `mask` is, and how many there are."""
+    where = tuple(int(i) for i in np.argwhere(mask)[0])
+    return f"at index {where[0] if len(where) == 1 else where} ({int(mask.sum())} such values)"
+
+
+class _Checker:
+    """Validation helpers bound to one file; each raises TpuGraphsFormatError naming file and key."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, expected: str, found: str) -> TpuGraphsFormatError:
+        return TpuGraphsFormatError(self.path, key, expected, found)
+
+    def shape(self, key: str, array_shape: tuple[int, ...], expected: tuple) -> None:
+        """`expected` holds ints, or None for any size (shown as '?')."""
+        if len(array_shape) != len(expected) or any(e is not None and e != s for s, e in zip(array_shape, expected)):
+            text = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ("," if len(expected) == 1 else "") + ")"
+            raise self.fail(key, f"shape {text}", f"shape {tuple(array_shape)}")
+
+    def ints(self, key: str, array: np.ndarray, expected: tuple) -> np.ndarray:
+        """An integer array (uint8/int32/int64/...) of `expected` shape, as int64."""
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise self.fail(key, "finite integers", f"{array[~np.isfinite(array)][0]} {_first(~np.isfinite(array))}")
+        if array.dtype.kind not in "iu":
+            raise self.fail(key, "an integer dtype (uint8, int32 or int64)", f"dtype {array.dtype}")
+        if array.dtype == np.uint64 and array.size and array.max() > np.iinfo(np.int64).max:
+            raise self.fail(key, "values that fit int64", f"{array.max()}")
+        self.shape(key, array.shape, expected)
+        return array.astype(np.int64)
+
+    def floats(self, key: str, array: np.ndarray, expected: tuple) -> np.ndarray:
+        """A finite real array of `expected` shape, as float32."""
+        if array.dtype.kind not in "fiu":
+            raise self.fail(key, "a real dtype (float32)", f"dtype {array.dtype}")
+        self.shape(key, array.shape, expected)
+        array = array.astype(np.float32)
+        bad = ~np.isfinite(array)
+        if bad.any():
+            raise self.fail(key, "finite values (as float32)", f"{array[bad][0]} {_first(bad)}")
+        return array
+
+    def within(self, key: str, array: np.ndarray, low: int, high: int | None, what: str = "") -> None:
+        """All values in [low, high] (high None: unbounded)."""
+        bad = (array < low) if high is None else (array < low) | (array > high)
+        if bad.any():
+            bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise self.fail(key, f"values {bounds}{what}", f"{array[bad][0]} {_first(bad)}")
+
+
+def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray],
+                 config_source: NpzMember | None) -> dict[str, np.ndarray | None]:
+    """Validate one file's arrays (all keys but node_config_feat's values) and return Graph's array fields.
+
+    Args:
+        path: the file (for messages). kind: "tile" | "layout". split: one of SPLITS.
+        arrays: raw arrays by key, as stored. config_source: the node_config_feat member (layout), header only.
+    """
+    c = _Checker(path)
+    labelled = split in LABELLED_SPLITS
+    node_feat = c.floats("node_feat", arrays["node_feat"], (None, NODE_FEAT_DIM))
+    n_nodes = len(node_feat)
+    if n_nodes == 0:
+        raise c.fail("node_feat", "at least one node", "shape (0, 140)")
+    node_opcode = c.ints("node_opcode", arrays["node_opcode"], (n_nodes,))
+    c.within("node_opcode", node_opcode, 0, MAX_OPCODE, " (HLO opcode ids)")
+    edge_index = c.ints("edge_index", arrays["edge_index"], (None, 2))
+    c.within("edge_index", edge_index, 0, n_nodes - 1, f" (node ids of a graph of {n_nodes} nodes)")
+    config_runtime = c.ints("config_runtime", arrays["config_runtime"], (None,))
+    n_configs = len(config_runtime)
+    if n_configs == 0:
+        raise c.fail("config_runtime", "at least one configuration", "shape (0,)")
+    c.within("config_runtime", config_runtime, 1 if labelled else 0, None,
+             " (positive ns on train/valid)" if labelled else " (zeros allowed on test)")
+    out = dict(node_feat=node_feat, node_opcode=node_opcode, edge_index=edge_index, config_runtime=config_runtime)
+    if "node_splits" in arrays:
+        splits = arrays["node_splits"]
+        c.shape("node_splits", splits.shape, (1, None) if splits.ndim == 2 else (None,))
+        splits = c.ints("node_splits", splits, splits.shape).reshape(-1)   # [segments] from (1, S)
+        c.within("node_splits", splits, 0, n_nodes, " (node ids; the last may equal the node count)")
+        if np.any(np.diff(splits) < 0):
+            raise c.fail("node_splits", "non-decreasing node ids", f"{splits.tolist()[:20]}")
+        out["node_splits"] = splits
+    if kind == "tile":
+        out["config_feat"] = c.floats("config_feat", arrays["config_feat"], (n_configs, CONFIG_FEAT_DIM))
+        if "config_runtime_normalizers" in arrays:
+            normalizers = c.ints("config_runtime_normalizers", arrays["config_runtime_normalizers"], (n_configs,))
+            c.within("config_runtime_normalizers", normalizers, 1 if labelled else 0, None,
+                     " (positive ns on train/valid)" if labelled else " (zeros allowed on test)")
+            out["config_runtime_normalizers"] = normalizers
+        return out
+    node_config_ids = c.ints("node_config_ids", arrays["node_config_ids"], (None,))
+    c.within("node_config_ids", node_config_ids, 0, n_nodes - 1, f" (node ids of a graph of {n_nodes} nodes)")
+    unique, counts = np.unique(node_config_ids, return_counts=True)
+    if len(unique) != len(node_config_ids):
+        raise c.fail("node_config_ids", "unique node ids", f"{unique[counts > 1].tolist()[:10]} repeated")
+    out["node_config_ids"] = node_config_ids
+    if config_source.dtype.kind not in "fiu":
+        raise c.fail("node_config_feat", "a real dtype (float32)", f"dtype {config_source.dtype}")
+    c.shape("node_config_feat", config_source.shape, (n_configs, len(node_config_ids), NODE_CONFIG_FEAT_DIM))
+    return out

@@ -1,0 +1,159 @@
+"""Shapes through every layer, hand-checked message passing, and permutation equivariance over configs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
+
+from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAttention
+from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
+from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features
+from pipeline.graphnet.layers import NodeNorm, SAGEBlock, SAGEConv, SharedDropout, mean_aggregate
+from pipeline.graphnet.model import ModelSpec, build_model
+
+HIDDEN = 8
+
+
+def spec(kind: str = "layout", **overrides) -> ModelSpec:
+    gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
+                                residual=True, cross_attention=True, attention_heads=2) | overrides)
+    return ModelSpec.from_cfg(kind, FEAT_DIM, gnn)
+
+
+def test_mean_aggregate_by_hand():
+    x = torch.tensor([[[1.0], [2.0], [4.0]]])             # [1 config, 3 nodes, 1]
+    src, dst = torch.tensor([0, 1]), torch.tensor([2, 2])  # nodes 0 and 1 both send to node 2
+    inv = torch.tensor([1.0, 1.0, 0.5])
+    assert mean_aggregate(x, src, dst, inv)[0, :, 0].tolist() == [0.0, 0.0, 1.5]
+
+
+def test_sage_conv_directions_use_separate_weights():
+    g = graph_tensors(make_layout_graph(n_nodes=3))       # edges: 1<-0, 2<-1, 2<-0
+    conv = SAGEConv(1, 1)
+    with torch.no_grad():
+        conv.lin.weight.copy_(torch.tensor([[1.0], [10.0], [100.0]]))  # self, from producers, from consumers
+        conv.lin.bias.zero_()
+    x = torch.tensor([[[1.0], [2.0], [3.0]]])
+    out = conv(x, g)[0, :, 0]
+    # node 0: self 1 + consumers {1, 2} mean 2.5 * 100; node 1: 2 + producer 1 * 10 + consumer 3 * 100;
+    # node 2: 3 + producers {1, 2} mean 1.5 * 10
+    assert out.tolist() == pytest.approx([251.0, 312.0, 18.0])
+
+
+@pytest.mark.parametrize("norm", ["instance", "layer", "none"])
+def test_shapes_through_every_layer(norm):
+    graph = make_layout_graph(n_nodes=7, n_configs=5)
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(5))                      # [5, 2, 18]
+    node_h = NodeEncoder(FEAT_DIM, HIDDEN, 4)(g.node_feat, g.node_opcode)
+    assert node_h.shape == (7, HIDDEN)
+    x = LayoutConfigEncoder(HIDDEN, 2)(node_h, g, configs)
+    assert x.shape == (5, 7, HIDDEN)
+    x = LayoutConfigEncoder(HIDDEN, 2, effective=True, mismatch=True)(node_h, g, configs)
+    assert x.shape == (5, 7, HIDDEN)
+    assert NodeNorm(norm, HIDDEN)(x).shape == (5, 7, HIDDEN)
+    assert SAGEConv(HIDDEN, 3)(x, g).shape == (5, 7, 3)
+    assert SAGEBlock(HIDDEN, norm, 0.1, True, ConfigGate(HIDDEN))(x, g).shape == (5, 7, HIDDEN)
+    assert ConfigGate(HIDDEN)(x).shape == (5, 7, HIDDEN)
+    assert ConfigCenter(HIDDEN)(x).shape == (5, 7, HIDDEN)
+    assert ConfigSelfAttention(HIDDEN, 2, 0.0)(x[:, 0]).shape == (5, HIDDEN)
+    assert TileConfigEncoder(HIDDEN)(torch.zeros(4, 24)).shape == (4, HIDDEN)
+    for cross in (True, False):
+        assert build_model(spec(norm=norm, cross_attention=cross))(g, configs).shape == (5,)
+        for mixer in ("gate", "center"):
+            for reduce, pooled in (("sum", False), ("mean", True)):
+                model = build_model(spec(norm=norm, cross_attention=cross, cross_mixer=mixer, effective_layout=True,
+                                         edge_mismatch=True, node_reduce=reduce, pooled_head=pooled))
+                assert model(g, configs).shape == (5,)
+    tile = make_tile_graph()
+    tile_model = build_model(spec("tile", norm=norm))
+    assert tile_model.encode_graph(graph_tensors(tile)).shape == (2 * HIDDEN,)
+    assert tile_model(graph_tensors(tile), tile_config_batch(tile, np.arange(6))).shape == (6,)
+
+
+def test_non_configurable_nodes_ignore_configs():
+    graph = make_layout_graph(n_nodes=7, n_configs=3)
+    g = graph_tensors(graph)
+    enc = LayoutConfigEncoder(HIDDEN, 2)
+    x = enc(torch.randn(7, HIDDEN), g, layout_config_batch(graph, np.arange(3)))
+    others = [i for i in range(7) if i not in (1, 4)]
+    assert torch.allclose(x[0, others], x[2, others])       # same for every config
+    assert not torch.allclose(x[0, [1, 4]], x[2, [1, 4]])   # configurable nodes differ
+
+
+def test_cross_config_layers_are_permutation_equivariant():
+    torch.manual_seed(0)
+    x = torch.randn(6, 5, HIDDEN)                            # [configs, nodes, dim]
+    perm = torch.randperm(6)
+    gate, attn = ConfigGate(HIDDEN).eval(), ConfigSelfAttention(HIDDEN, 2, 0.0).eval()
+    center = ConfigCenter(HIDDEN).eval()
+    assert torch.allclose(gate(x)[perm], gate(x[perm]), atol=1e-6)
+    assert torch.allclose(center(x)[perm], center(x[perm]), atol=1e-6)
+    assert torch.allclose(attn(x[:, 0])[perm], attn(x[perm, 0]), atol=1e-6)
+    # ...and they really mix configs: changing config 0 changes the others' outputs
+    y = x.clone()
+    y[0] = torch.randn(5, HIDDEN)  # (a constant shift would be undone by the LayerNorm)
+    assert not torch.allclose(gate(x)[1:], gate(y)[1:])
+    assert not torch.allclose(center(x)[1:], center(y)[1:])
+    assert not torch.allclose(attn(x[:, 0])[1:], attn(y[:, 0])[1:])
+
+
+def test_config_center_by_hand():
+    center = ConfigCenter(1)
+    with torch.no_grad():
+        center.mix_self.weight.fill_(0.0)
+        center.mix_self.bias.fill_(0.0)
+        center.mix_diff.weight.fill_(1.0)
+    x = torch.tensor([[[1.0]], [[2.0]], [[6.0]]])           # 3 configs, mean 3
+    assert center(x).flatten().tolist() == pytest.approx([-2.0, -1.0, 3.0])
+
+
+def test_shared_dropout_uses_one_mask_for_every_config():
+    torch.manual_seed(0)
+    drop = SharedDropout(0.5).train()
+    out = drop(torch.ones(4, 10, 6))
+    assert torch.equal(out[0], out[3]) and (out == 0).any() and (out == 2).any()
+    assert torch.equal(drop.eval()(torch.ones(2, 3, 1)), torch.ones(2, 3, 1))
+    with pytest.raises(ValueError, match="dropout"):
+        SharedDropout(1.0)
+
+
+def test_sum_head_starts_at_zero_and_spec_rejects_unknown_options():
+    graph = make_layout_graph(n_configs=4)
+    model = build_model(spec(node_reduce="sum", pooled_head=False))
+    assert torch.equal(model(graph_tensors(graph), layout_config_batch(graph, np.arange(4))), torch.zeros(4))
+    with pytest.raises(ValueError, match="cross_mixer"):
+        spec(cross_mixer="nope")
+    with pytest.raises(ValueError, match="node_reduce"):
+        spec(node_reduce="max")
+
+
+@pytest.mark.parametrize("kind,mixer", [("layout", "gate"), ("layout", "center"), ("tile", "gate")])
+def test_whole_model_is_permutation_equivariant(kind, mixer):
+    torch.manual_seed(0)
+    graph = make_layout_graph(n_configs=8) if kind == "layout" else make_tile_graph(n_configs=8)
+    g = graph_tensors(graph)
+    model = build_model(spec(kind, cross_mixer=mixer, effective_layout=True, edge_mismatch=True)).eval()
+    for p in model.parameters():                          # zero-initialised heads would make every score equal
+        torch.nn.init.normal_(p, std=0.3)
+    batch = layout_config_batch if kind == "layout" else tile_config_batch
+    perm = np.random.default_rng(3).permutation(8)
+    with torch.no_grad():
+        base = model(g, batch(graph, np.arange(8)))
+        permuted = model(g, batch(graph, perm))
+    assert torch.allclose(base[torch.from_numpy(perm)], permuted, atol=1e-5)
+
+
+def test_layout_dim_features_by_hand():
+    dims = torch.zeros(1, 3, 6)
+    dims[0, 0, :3] = torch.tensor([4.0, 130.0, 9.0])         # output shape (4, 130, 9)
+    configs = torch.zeros(1, 1, 18, dtype=torch.int64)       # all -1 (index 0)
+    configs[0, 0, :3] = torch.tensor([1, 2, 0]) + 1          # output layout minor-to-major {1, 2, 0}
+    f = layout_dim_features(configs, dims)                   # [1, 1, 3, 8]
+    assert f.shape == (1, 1, 3, 8)
+    assert torch.allclose(f[0, 0, 0, :3], torch.log1p(torch.tensor([130.0, 9.0, 4.0])))
+    assert f[0, 0, 0, 3:6].abs().sum() == 0                 # padding -> size 0
+    assert f[0, 0, 0, 6].item() == pytest.approx(2 / 128) and f[0, 0, 0, 7].item() == pytest.approx(1 / 8)
+    assert f[0, 0, 1].abs().sum() == 0                      # input block all -1

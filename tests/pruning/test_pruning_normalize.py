@@ -1,0 +1,77 @@
+"""Node-feature normalisation: train statistics only, log columns, constant columns dropped."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.pruning.normalize import ColumnStats, Normalizer, fit_normalizer, log_mask, signed_log
+from pipeline.pruning.repad import NODE_FEAT_NAMES
+
+COL = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
+
+
+def test_log_mask_patterns():
+    mask = log_mask(["*_product", "shape_dimensions_0"])
+    assert mask[COL["shape_dimensions_product"]] and mask[COL["window_size_product"]]
+    assert mask[COL["shape_dimensions_0"]] and not mask[COL["shape_dimensions_1"]]
+    assert not mask[COL["layout_minor_to_major_0"]] and mask.sum() == 13 + 1   # 13 products
+    with pytest.raises(ValueError, match="'nope_\\*' matches no node_feat column"):
+        log_mask(["nope_*"])
+
+
+def test_signed_log_handles_padding():
+    mask = np.array([True, False])
+    x = signed_log(np.array([[-1.0, -1.0], [0.0, 3.0], [np.e - 1, 5.0]]), mask)
+    assert np.allclose(x[:, 0], [-np.log(2), 0.0, 1.0]) and x[:, 1].tolist() == [-1, 3, 5]
+
+
+def test_merged_statistics_equal_the_statistics_of_all_rows():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(n, 4)) * 100 + 7 for n in (1, 5, 30)]
+    merged = ColumnStats.combine((ColumnStats.of(p) for p in parts), n_cols=4)
+    whole = np.concatenate(parts)
+    assert merged.count == 36
+    assert np.allclose(merged.mean, whole.mean(0)) and np.allclose(merged.m2 / 36, whole.var(0))
+    assert np.array_equal(merged.min, whole.min(0)) and np.array_equal(merged.max, whole.max(0))
+
+
+def _stats(x: np.ndarray, mask: np.ndarray) -> ColumnStats:
+    return ColumnStats.of(signed_log(x, mask))
+
+
+def test_fit_on_train_then_apply_to_valid():
+    mask = log_mask(["shape_dimensions_product"])
+    train = np.zeros((4, 140), np.float32)
+    train[:, COL["parameter_number"]] = [1, 2, 3, 6]                     # mean 3, std sqrt(3.5)
+    train[:, COL["shape_dimensions_product"]] = [0, 0, np.e - 1, np.e - 1]   # log: 0, 0, 1, 1 -> mean .5, std .5
+    train[:, COL["is_root"]] = 1                                           # constant on train: dropped
+    norm = fit_normalizer(_stats(train, mask), mask, pad_value=-1)
+    assert norm.names == ["shape_dimensions_product", "parameter_number"]   # file column order
+    assert norm.log == [True, False] and norm.train_nodes == 4
+    valid = np.zeros((1, 140), np.float32)
+    valid[0, COL["parameter_number"]] = 10
+    valid[0, COL["shape_dimensions_product"]] = np.e ** 2 - 1
+    valid[0, COL["is_root"]] = 0                                           # differs on valid, still dropped
+    out = norm.apply(valid)
+    assert out.dtype == np.float32 and out.shape == (1, 2)
+    assert np.allclose(out[0], [(2 - 0.5) / 0.5, (10 - 3) / np.sqrt(3.5)], atol=1e-5)
+    assert np.allclose(norm.apply(train).mean(0), 0, atol=1e-6) and np.allclose(norm.apply(train).std(0), 1)
+
+
+def test_keep_constant_columns_and_errors():
+    mask = np.zeros(140, bool)
+    x = np.ones((3, 140))
+    x[:, 0] = [1, 2, 3]
+    norm = fit_normalizer(_stats(x, mask), mask, pad_value=-1, drop_constant=False)
+    assert len(norm.columns) == 140 and norm.std[1] == 1.0 and norm.apply(x)[:, 1].tolist() == [0, 0, 0]
+    with pytest.raises(ValueError, match="somewhere: no train nodes"):
+        fit_normalizer(ColumnStats.empty(), mask, pad_value=-1, where="somewhere")
+
+
+def test_save_load_roundtrip(tmp_path):
+    mask = log_mask(["*_sum"])
+    x = np.random.default_rng(0).integers(0, 9, size=(20, 140)).astype(np.float32)
+    norm = fit_normalizer(_stats(x, mask), mask, pad_value=-1)
+    norm.save(tmp_path / "normalizer.json")
+    again = Normalizer.load(tmp_path / "normalizer.json")
+    assert again == norm and np.array_equal(again.apply(x), norm.apply(x))

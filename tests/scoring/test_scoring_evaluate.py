@@ -1,0 +1,62 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_layout_arrays, make_tile_arrays, write_npz
+
+from pipeline.config import compose
+from pipeline.scoring.evaluate import evaluate_and_write, load_truth, rank_scatter
+from pipeline.predictions import Predictions
+from pipeline.tpugraphs.dataset import Collection
+
+TILE, LAYOUT = Collection.parse("tile-xla"), Collection.parse("layout-xla-random")
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    npz = tmp_path / "syn" / "npz"
+    write_npz(npz / "tile/xla/valid/t1.npz", make_tile_arrays())
+    write_npz(npz / "layout/xla/random/valid/g1.npz", make_layout_arrays())
+    test_arrays = make_layout_arrays()
+    test_arrays["config_runtime"][:] = 0
+    write_npz(npz / "layout/xla/random/test/" / ("ab" * 16 + ".npz"), test_arrays)
+    truth = tmp_path / "syn/truth/layout-xla-random"
+    truth.mkdir(parents=True)
+    np.savez(truth / ("ab" * 16 + ".npz"), config_runtime=np.array([5, 6, 7, 8]))
+    return compose(["data=synthetic_ci", f"paths.synthetic_dir={tmp_path / 'syn'}", f"paths.metrics_dir={tmp_path / 'm'}",
+                    f"paths.plots_dir={tmp_path / 'p'}"])
+
+
+def test_valid_truth_is_normalised_for_tile_and_raw_for_layout(cfg):
+    np.testing.assert_allclose(load_truth(cfg, TILE, "valid")["t1"], [1200 / 1000, 900 / 1010, 1500 / 990])
+    np.testing.assert_array_equal(load_truth(cfg, LAYOUT, "valid")["g1"], [300, 100, 200, 400])
+    assert list(load_truth(cfg, LAYOUT, "test")["ab" * 16]) == [5, 6, 7, 8]
+
+
+def test_real_test_split_has_no_truth(cfg):
+    cfg.data.kind = "tpugraphs"
+    assert load_truth(cfg, LAYOUT, "test") is None
+
+
+def test_evaluate_and_write_scores_and_writes_files(cfg, tmp_path):
+    valid, test = Predictions(), Predictions()
+    valid["g1"] = [3.0, 1.0, 2.0, 4.0]          # same order as the runtimes: tau 1
+    test["ab" * 16] = [4.0, 3.0, 2.0, 1.0]      # reversed: tau -1
+    result = evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid, "test": test}, extra={"seconds": 1.5})
+    assert result["valid"] == {"score": pytest.approx(1.0), "graphs": 1}
+    assert result["test"]["score"] == pytest.approx(-1.0)
+    on_disk = json.loads((tmp_path / "m/train_x/layout-xla-random.json").read_text())
+    assert on_disk["seconds"] == 1.5 and on_disk["valid"]["score"] == pytest.approx(1.0)
+    per_graph = pd.read_csv(tmp_path / "p/train_x/layout-xla-random_per_graph.csv")
+    assert per_graph["split"].tolist() == ["valid", "test"]
+    scatter = pd.read_csv(tmp_path / "p/train_x/layout-xla-random_scatter.csv")
+    np.testing.assert_allclose(scatter["true_rank"], scatter["predicted_rank"])
+
+
+def test_rank_scatter_by_hand():
+    preds = Predictions()
+    preds["g"] = [0.0, 2.0, 1.0]
+    table = rank_scatter(preds, {"g": np.array([10.0, 30.0, 20.0])}, points_per_graph=2)
+    assert table["true_rank"].tolist() == [0.0, 0.5] and table["predicted_rank"].tolist() == [0.0, 0.5]
+    assert len(rank_scatter(preds, {"g": np.array([10.0, 30.0, 20.0])}, points_per_graph=5)) == 3

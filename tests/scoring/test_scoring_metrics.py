@@ -1,0 +1,64 @@
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.scoring import metrics
+from pipeline.predictions import Predictions
+
+
+def test_kendall_tau_perfect_and_reversed():
+    assert metrics.kendall_tau([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert metrics.kendall_tau([3, 2, 1], [10, 20, 30]) == pytest.approx(-1.0)
+
+
+def test_kendall_tau_b_with_ties_by_hand():
+    # 6 pairs, runtimes tie on pair (0, 1): 5 concordant, 0 discordant -> 5 / sqrt(6 * 5)
+    assert metrics.kendall_tau([1, 2, 3, 4], [1, 1, 2, 3]) == pytest.approx(5 / math.sqrt(30))
+    # ties in the scores too: pair (2, 3) tied in x -> (5 - 0) / sqrt((6 - 1) * (6 - 1)) ... by hand:
+    # x = [1,2,3,3], y = [1,1,2,3]: concordant (0,2)(0,3)(1,2)(1,3) = 4, tied-x (2,3), tied-y (0,1)
+    assert metrics.kendall_tau([1, 2, 3, 3], [1, 1, 2, 3]) == pytest.approx(4 / math.sqrt(5 * 5))
+
+
+def test_kendall_tau_all_tied_is_zero():
+    assert metrics.kendall_tau([1, 1, 1], [3, 2, 1]) == 0.0
+
+
+def test_slowdown_at_k_by_hand():
+    scores, runtimes = [0.1, 0.5, 0.2, 0.9], [4.0, 2.0, 3.0, 1.0]
+    assert metrics.slowdown_at_k(scores, runtimes, 1) == pytest.approx(3.0)   # picks runtime 4, best 1
+    assert metrics.slowdown_at_k(scores, runtimes, 2) == pytest.approx(2.0)   # picks 4 and 3
+    assert metrics.slowdown_at_k(scores, runtimes, 4) == pytest.approx(0.0)
+
+
+def test_tile_score_is_two_minus_ratio():
+    runtimes = np.array([6, 5, 4, 3, 2, 1], dtype=float)
+    assert metrics.tile_score(np.arange(6), runtimes) == pytest.approx(2 - 2 / 1)
+    assert metrics.tile_score(-np.arange(6), runtimes) == pytest.approx(1.0)
+
+
+def test_top_k_ties_break_by_index():
+    assert list(metrics.top_k_indices([1.0, 0.0, 0.0, 1.0], 3)) == [1, 2, 0]
+
+
+def test_score_predictions_mean_and_coverage():
+    preds = Predictions()
+    preds["a"] = [1, 2, 3]
+    preds["b"] = [3, 2, 1]
+    truth = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0])}
+    result = metrics.score_predictions("layout", preds, truth)
+    assert result["per_graph"] == {"a": pytest.approx(1.0), "b": pytest.approx(-1.0)}
+    assert result["score"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="missing graphs"):
+        metrics.score_predictions("layout", preds, {**truth, "c": np.ones(2)})
+    with pytest.raises(ValueError, match="2 scores for 3"):
+        short = Predictions()
+        short["a"] = [1, 2]
+        metrics.score_predictions("layout", short, {"a": np.ones(3)})
+
+
+def test_graph_score_rejects_unknown_kind_and_bad_runtimes():
+    with pytest.raises(ValueError, match="kind"):
+        metrics.graph_score("tiles", [1], [1])
+    with pytest.raises(ValueError, match="positive"):
+        metrics.slowdown_at_k([1, 2], [0, 1], 1)

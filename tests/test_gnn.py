@@ -1,0 +1,164 @@
+"""The train_gnn stage end to end on a tiny hand-built collection, single process and DDP (2 CPU processes, gloo)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from pruned_graphs import make_layout_graph, make_tile_graph
+
+from pipeline import gnn as train_gnn
+from pipeline.config import compose, repo_root
+from pipeline.graphnet.checkpoint import load_model
+from pipeline.predictions import load_predictions, predictions_path
+from pipeline.pruned import save_pruned_graph, write_index
+from pipeline.tpugraphs.dataset import Collection
+
+NODE_FEAT_COLUMNS = 140
+GRAPHS = {"train": 3, "valid": 2, "test": 2}
+TINY = ["gnn.hidden=8", "gnn.opcode_dim=4", "gnn.config_value_dim=2", "gnn.attention_heads=2", "gnn.epochs=2",
+        "gnn.tta=2", "gnn.infer_batch=8", "gnn.num_threads=1", "gnn.device=cpu", "wandb.mode=disabled"]
+
+
+def npz_arrays(graph, kind: str) -> dict[str, np.ndarray]:
+    """The official-schema file a pruned graph could have come from (identity pruning)."""
+    n = graph.n_nodes
+    node_feat = np.zeros((n, NODE_FEAT_COLUMNS), np.float32)
+    node_feat[:, :graph.node_feat.shape[1]] = graph.node_feat
+    arrays = {"node_feat": node_feat, "node_opcode": graph.node_opcode.astype(np.uint8),
+              "edge_index": graph.edge_index}
+    if kind == "layout":
+        arrays |= {"node_config_ids": graph.node_config_ids, "node_config_feat": graph.node_config_feat.astype(np.float32),
+                   "config_runtime": graph.config_runtime[graph.config_inverse].astype(np.int64),
+                   "node_splits": graph.node_splits.reshape(1, -1)}
+    else:
+        arrays |= {"config_feat": graph.config_feat, "config_runtime": np.round(graph.config_runtime * 1000).astype(np.int64),
+                   "config_runtime_normalizers": np.full(graph.n_configs, 1000, np.int64)}
+    return arrays
+
+
+def write_collection(root: Path, collection: Collection) -> None:
+    """npz tree + hidden test truth under root/syn, pruned graphs under root/pruned."""
+    rows = []
+    for split, count in GRAPHS.items():
+        for i in range(count):
+            gid = f"{split}_{i}"
+            seed = 100 * list(GRAPHS).index(split) + i
+            graph = (make_layout_graph(gid, split, n_nodes=6 + i, n_configs=20, seed=seed) if collection.kind == "layout"
+                     else make_tile_graph(gid, split, n_configs=20, seed=seed))
+            if collection.kind == "layout":
+                graph.node_splits = np.array([0, 2, graph.n_nodes], np.int64)   # 2 HLO computations
+            arrays = npz_arrays(graph, collection.kind)
+            folder = root / "syn" / "npz" / collection.subdir / split
+            folder.mkdir(parents=True, exist_ok=True)
+            if split == "test":
+                truth = root / "syn" / "truth" / collection.slug
+                truth.mkdir(parents=True, exist_ok=True)
+                np.savez(truth / f"{gid}.npz", **{k: v for k, v in arrays.items() if k.startswith("config_runtime")})
+                arrays["config_runtime"] = np.zeros_like(arrays["config_runtime"])
+                graph.config_runtime = np.zeros_like(graph.config_runtime)
+            np.savez(folder / f"{gid}.npz", **arrays)
+            save_pruned_graph(graph, root / "pruned" / collection.slug / split / gid)
+            rows.append({"split": split, "graph_id": gid, "source_file": f"{gid}.npz", "nodes": graph.n_nodes,
+                         "edges": len(graph.edge_index), "nodes_pruned": graph.n_nodes,
+                         "edges_pruned": len(graph.edge_index), "configs": graph.n_configs,
+                         "configs_dedup": graph.n_kept})
+    write_index(rows, root / "pruned" / collection.slug / "index.csv")
+
+
+def overrides(root: Path) -> list[str]:
+    return ["data=synthetic_ci", f"paths.synthetic_dir={root / 'syn'}", f"paths.pruned_dir={root / 'pruned'}",
+            f"paths.models_dir={root / 'models'}", f"paths.predictions_dir={root / 'predictions'}",
+            f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}", *TINY]
+
+
+GST = ["gnn=gst", "gnn.gst.segment_size=3", "gnn.gst.finetune_epochs=1", "gnn.gst.split=node_splits"]
+
+
+def check_outputs(root: Path, collection: Collection, world_size: int, epochs: int = 2) -> dict:
+    metrics = json.loads((root / "metrics" / "gnn" / f"{collection.slug}.json").read_text())
+    assert metrics["collection"] == collection.name and metrics["world_size"] == world_size
+    for split in ("valid", "test"):
+        assert metrics[split]["graphs"] == GRAPHS[split] and -1.0 <= metrics[split]["score"] <= 1.0
+        preds = load_predictions(predictions_path(root / "predictions", "gnn", collection.slug, split))
+        assert sorted(preds) == [f"{split}_{i}" for i in range(GRAPHS[split])]
+        assert all(len(preds[g]) == 20 for g in preds)
+    curve = pd.read_csv(root / "plots" / "gnn" / collection.slug / "curve.csv")
+    assert curve["epoch"].tolist() == list(range(epochs)) and {"loss", "valid_score", "lr"} <= set(curve.columns)
+    per_graph = pd.read_csv(root / "plots" / "gnn" / f"{collection.slug}_per_graph.csv")
+    assert len(per_graph) == GRAPHS["valid"] + GRAPHS["test"]
+    model, meta = load_model(root / "models" / "gnn" / collection.slug / "model.pt")
+    assert meta["best_epoch"] in range(epochs) and (root / "models" / "gnn" / collection.slug / "checkpoint.pt").exists()
+    return metrics
+
+
+@pytest.mark.parametrize("slug", ["layout-xla-default", "tile-xla"])
+def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse(slug)
+    write_collection(tmp_path, collection)
+    train_gnn.main(["--collection", slug, *overrides(tmp_path)])
+    check_outputs(tmp_path, collection, world_size=1)
+    # no stray temp files among the outputs
+    assert not [p for p in tmp_path.rglob("*.tmp*")]
+
+
+def test_stage_in_gst_mode(tmp_path, monkeypatch):
+    """gnn=gst: 2 GST epochs + 1 head fine-tuning epoch over 3-node segments, segment-wise inference."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-nlp-default")
+    write_collection(tmp_path, collection)
+    train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
+    check_outputs(tmp_path, collection, world_size=1, epochs=3)
+    state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+    assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
+
+
+def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-nlp-default")
+    write_collection(tmp_path, collection)
+    with pytest.raises(ValueError, match="gnn.norm=layer or none"):
+        train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
+
+
+def test_configs_per_graph_by_search():
+    cfg = compose(["gnn.configs_per_graph.random=32", "gnn.configs_per_graph.default=16"])
+    assert train_gnn.configs_per_graph(cfg.gnn, Collection.parse("layout-nlp-random")) == 32
+    assert train_gnn.configs_per_graph(cfg.gnn, Collection.parse("layout-nlp-default")) == 16
+    assert train_gnn.configs_per_graph(compose(["gnn.configs_per_graph=8"]).gnn, Collection.parse("tile-xla")) == 8
+
+
+def test_learning_rate_by_collection_kind_or_one_number():
+    cfg = compose(["gnn.lr.tile=0.5", "gnn.lr.default=0.25"])
+    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("tile-xla")) == 0.5
+    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("layout-xla-default")) == 0.25
+    assert train_gnn.by_collection(compose(["gnn.lr=0.125"]).gnn, "lr", Collection.parse("tile-xla")) == 0.125
+    gst = compose(["gnn=gst"]).gnn                     # the GST preset: layer norm for layout, tile keeps instance
+    assert train_gnn.by_collection(gst, "norm", Collection.parse("tile-xla")) == "instance"
+    assert train_gnn.by_collection(gst, "norm", Collection.parse("layout-nlp-random")) == "layer"
+    assert train_gnn.by_collection(compose([]).gnn, "norm", Collection.parse("tile-xla")) == "instance"
+    with pytest.raises(ValueError, match="no entry 'random'"):
+        train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
+
+
+@pytest.mark.parametrize("mode", ["pruned", "gst"])
+def test_ddp_two_cpu_processes(tmp_path, mode):
+    collection = Collection.parse("layout-xla-random")
+    write_collection(tmp_path, collection)
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "pipeline.gnn", "--collection", collection.slug, *overrides(tmp_path),
+           *(GST if mode == "gst" else [])]
+    done = subprocess.run(cmd, cwd=repo_root(), env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
+    if mode == "gst":                                   # each rank's table and cycles, for an exact resume
+        state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+        assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])

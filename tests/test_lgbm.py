@@ -1,0 +1,126 @@
+"""pipeline.lgbm: labels, query chunking, coverage of predictions, determinism, stage outputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline import lgbm as train_lgbm
+from pipeline.config import compose
+from pipeline.features.table import FeatureSpec
+from pipeline.predictions import load_predictions
+from pipeline.pruned import PrunedGraph, collection_dir, graph_dir, iter_split, save_pruned_graph, write_index
+
+SLUG = "layout-xla-random"
+SPLIT_GRAPHS = {"train": 6, "valid": 2, "test": 2}
+PERMS = [[-1] * 6, [1, 0, -1, -1, -1, -1], [0, 1, -1, -1, -1, -1]]
+
+
+def random_layout_graph(graph_id: str, split: str, rng: np.random.Generator, n_configs: int = 60) -> PrunedGraph:
+    """parameter -> dot -> reshape -> dot, rank 2 everywhere; runtime grows with non-default blocks and copies.
+
+    Valid graphs get 10 extra original configs that duplicate kept rows (config_inverse is not the identity).
+    """
+    raw = np.full((4, 140), -1, dtype=np.float32)
+    raw[:, 21:23] = [[64, 256], [256, 8], [16, 128], [128, 128]]
+    raw[:, 134:136] = [1, 0]
+    choice = rng.integers(0, len(PERMS), size=(n_configs, 3, 3))            # [configs, NC, tensors]
+    node_config_feat = np.array(PERMS, dtype=np.int8)[choice].reshape(n_configs, 3, 18)  # [configs, NC, 18]
+    copies = (choice[:, :-1, 0] != choice[:, 1:, 1]).sum(1)
+    runtime = 10.0 + (choice > 0).sum((1, 2)) + 3.0 * copies + rng.random(n_configs)
+    inverse = np.arange(n_configs)
+    if split == "valid":
+        inverse = np.concatenate([inverse, rng.integers(0, n_configs, size=10)])
+    return PrunedGraph(
+        graph_id=graph_id, split=split, node_feat=rng.normal(size=(4, 5)).astype(np.float32), node_feat_raw=raw,
+        node_opcode=np.array([63, 34, 75, 34]), edge_index=np.array([[1, 0], [2, 1], [3, 2]]), node_ids=np.arange(4),
+        config_runtime=runtime if split != "test" else np.zeros(n_configs), config_count=np.ones(n_configs, np.int64),
+        config_inverse=inverse, node_config_ids=np.array([1, 2, 3]), node_config_feat=node_config_feat)
+
+
+@pytest.fixture(scope="module")
+def pruned_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pruned")
+    rng = np.random.default_rng(0)
+    rows = []
+    for split, n in SPLIT_GRAPHS.items():
+        for i in range(n):
+            graph = random_layout_graph(f"{split}{i}", split, rng)
+            save_pruned_graph(graph, graph_dir(root, SLUG, split, graph.graph_id))
+            rows.append({"split": split, "graph_id": graph.graph_id, "source_file": f"{graph.graph_id}.npz",
+                         "nodes": 4, "edges": 3, "nodes_pruned": 4, "edges_pruned": 3,
+                         "configs": graph.n_configs, "configs_dedup": graph.n_kept})
+    write_index(rows, collection_dir(root, SLUG) / "index.csv")
+    return root
+
+
+@pytest.fixture(scope="module")
+def cfg(pruned_dir):
+    return compose(["data=synthetic_ci", f"paths.pruned_dir={pruned_dir}", "lgbm.num_threads=1",
+                    "lgbm.num_boost_round=30", "lgbm.max_query_rows=25", "lgbm.min_data_in_leaf=5"])
+
+
+def test_relevance_labels_are_runtime_quantile_grades():
+    labels = train_lgbm.relevance_labels(np.array([3.0, 1.0, 2.0, 2.0]), grades=4)
+    assert labels.tolist() == [0, 3, 2, 2]                   # fastest highest, ties share a grade
+    labels = train_lgbm.relevance_labels(np.random.default_rng(0).random(1000), grades=31)
+    assert labels.min() == 0 and labels.max() == 30
+
+
+def test_query_chunking_respects_the_row_limit():
+    rng = np.random.default_rng(0)
+    rows = np.arange(25001)
+    queries = train_lgbm.split_queries(rows, 10000, rng)
+    assert len(queries) == 3 and max(len(q) for q in queries) <= 10000
+    assert np.array_equal(np.sort(np.concatenate(queries)), rows)
+    with pytest.raises(ValueError, match="max_query_rows"):
+        train_lgbm.split_queries(rows, 10001, rng)
+
+
+def test_rank_data_queries_never_exceed_max_query_rows(cfg):
+    spec = FeatureSpec.from_cfg(cfg.lgbm)
+    data = train_lgbm.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, "train"), "layout", spec,
+                                      configs_per_graph=50, label_grades=31, max_query_rows=25,
+                                      rng=np.random.default_rng(0))
+    assert max(data.group) <= 25 and sum(data.group) == len(data.label) == 6 * 50
+    assert data.features.shape == (300, len(data.names))
+
+
+def train_and_predict(cfg):
+    spec = FeatureSpec.from_cfg(cfg.lgbm)
+    rng = np.random.default_rng(cfg.seed)
+    data = {split: train_lgbm.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
+                                              31, int(cfg.lgbm.max_query_rows), rng) for split in ("train", "valid")}
+    booster, history = train_lgbm.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", cfg.seed)
+    preds = {split: train_lgbm.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
+                                             spec, 1) for split in ("valid", "test")}
+    return preds, history
+
+
+def test_predictions_cover_every_config_once_and_are_deterministic(cfg):
+    first, history = train_and_predict(cfg)
+    assert set(first["test"]) == {"test0", "test1"}
+    assert all(len(first["test"][g]) == 60 for g in first["test"])
+    assert all(len(first["valid"][g]) == 70 for g in first["valid"])     # expanded through config_inverse
+    assert history["score"][-1] > 0.5                                     # learnt the runtime rule
+    second, _ = train_and_predict(cfg)
+    for split in first:
+        for g in first[split]:
+            assert np.array_equal(first[split][g], second[split][g])
+
+
+def test_run_writes_the_stage_outputs(cfg, tmp_path, monkeypatch):
+    from pipeline.scoring import evaluate
+    from pipeline.tpugraphs.dataset import Collection
+
+    out = compose(["data=synthetic_ci", f"paths.pruned_dir={cfg.paths.pruned_dir}", "lgbm.num_threads=1",
+                   "lgbm.num_boost_round=10", *[f"paths.{k}={tmp_path / k}" for k in
+                                                ("models_dir", "plots_dir", "predictions_dir", "metrics_dir")]])
+    monkeypatch.setattr(evaluate, "evaluate_and_write",
+                        lambda cfg, stage, collection, preds, extra=None: {**extra, "per_graph": []})
+    result = train_lgbm.run(out, Collection.parse(SLUG))
+    assert result["train_rows"] == 6 * 60
+    assert (tmp_path / "models_dir" / "lgbm" / SLUG / "model.txt").stat().st_size > 0
+    assert (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.png").stat().st_size > 0
+    assert "disagree_edges" in (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.csv").read_text()
+    test = load_predictions(tmp_path / "predictions_dir" / "lgbm" / SLUG / "test.npz")
+    assert sorted(test) == ["test0", "test1"] and len(test["test0"]) == 60

@@ -1,0 +1,217 @@
+"""pipeline.notebook_data on tiny hand-written stage outputs (values checked by hand)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import notebook_data as reports
+from pipeline.predictions import Predictions, predictions_path, save_predictions
+from pipeline.pruned import PrunedGraph, graph_dir, save_pruned_graph, write_index
+
+TILE, LAYOUT = "tile-xla", "layout-xla-random"
+
+
+def write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+
+
+def write_csv(path: Path, table: pd.DataFrame) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False)
+
+
+def index_row(split, graph_id, nodes, nodes_pruned, configs, configs_dedup):
+    return {"split": split, "graph_id": graph_id, "source_file": f"{split}/{graph_id}.npz", "nodes": nodes,
+            "edges": nodes - 1, "nodes_pruned": nodes_pruned, "edges_pruned": nodes_pruned - 1,
+            "configs": configs, "configs_dedup": configs_dedup}
+
+
+def tiny_graph(graph_id: str, split: str, runtime: list[float]) -> PrunedGraph:
+    n = len(runtime)
+    return PrunedGraph(graph_id=graph_id, split=split, node_feat=np.zeros((2, 3), np.float32),
+                       node_feat_raw=np.zeros((2, 140), np.float32), node_opcode=np.array([1, 2]),
+                       edge_index=np.array([[1, 0]]), node_ids=np.array([0, 1]),
+                       config_runtime=np.array(runtime, np.float64), config_count=np.ones(n, np.int64),
+                       config_inverse=np.arange(n))
+
+
+@pytest.fixture
+def pruned(tmp_path):
+    """Layout collection pruned (3 graphs); tile collection not pruned (missing)."""
+    root = tmp_path / "pruned"
+    (root / LAYOUT).mkdir(parents=True)
+    write_index([index_row("train", "a", 10, 4, 6, 5), index_row("train", "b", 20, 6, 4, 4),
+                 index_row("valid", "c", 8, 8, 3, 2)], root / LAYOUT / "index.csv")
+    for graph_id, split, runtime in (("a", "train", [2.0, 4.0, 8.0]), ("b", "train", [5.0, 5.0]),
+                                     ("c", "valid", [3.0, 1.0])):
+        save_pruned_graph(tiny_graph(graph_id, split, runtime), graph_dir(root, LAYOUT, split, graph_id))
+    write_json(root / LAYOUT / "report.json", {"node_feat_columns": 75, "skipped": ["x.npz"],
+                                                "params": {"hops": 1, "dedup": "min"}})
+    return root
+
+
+def test_pruned_index_counts_and_keep_ratios(pruned):
+    index, missing = reports.pruned_index(pruned, [TILE, LAYOUT])
+    assert missing == [pruned / TILE / "index.csv"]
+    assert list(index["collection"].unique()) == [LAYOUT] and len(index) == 3
+    counts = reports.split_counts(index).set_index("split")
+    assert counts.loc["train", ["graphs", "nodes", "nodes_pruned", "configs", "configs_dedup"]].tolist() == \
+        [2, 30, 10, 10, 9]
+    ratios = reports.keep_ratios(counts.reset_index()).set_index("split")
+    assert ratios.loc["train", "node_keep"] == pytest.approx(10 / 30)
+    assert ratios.loc["train", "edge_keep"] == pytest.approx(8 / 28)   # edges = nodes - 1 per graph
+    assert ratios.loc["valid", "config_keep"] == pytest.approx(2 / 3)
+
+
+def test_prune_params(pruned):
+    params, missing = reports.prune_params(pruned, [LAYOUT, TILE])
+    assert missing == [pruned / TILE / "report.json"]
+    row = params.iloc[0]
+    assert (row["collection"], row["node_feat_columns"], row["skipped"], row["prune.hops"], row["prune.dedup"]) == \
+        (LAYOUT, 75, 1, 1, "min")
+
+
+def test_runtime_summary_spread_and_quantiles(pruned):
+    index, _ = reports.pruned_index(pruned, [LAYOUT])
+    per_graph, dist = reports.runtime_summary(pruned, index, quantiles=3)
+    a = per_graph.set_index("graph_id").loc["a"]
+    assert (a["configs"], a["best"], a["median"], a["worst"], a["spread"]) == (3, 2.0, 4.0, 8.0, 4.0)
+    assert per_graph.set_index("graph_id").loc["c", "spread"] == 3.0
+    assert dist[dist["graph_id"] == "a"]["ratio"].tolist() == [1.0, 2.0, 4.0]
+    only_train, _ = reports.runtime_summary(pruned, index, splits=("train",))
+    assert sorted(only_train["graph_id"]) == ["a", "b"]
+
+
+def test_runtime_summary_rejects_nonpositive_runtimes(pruned):
+    save_pruned_graph(tiny_graph("b", "train", [0.0, 5.0]), graph_dir(pruned, LAYOUT, "train", "b"))
+    index, _ = reports.pruned_index(pruned, [LAYOUT])
+    with pytest.raises(ValueError, match=r"b/config_runtime\.npy.*positive runtimes"):
+        reports.runtime_summary(pruned, index)
+
+
+@pytest.fixture
+def metrics_dir(tmp_path):
+    root = tmp_path / "metrics"
+    write_json(root / "heuristic" / f"{TILE}.json", {"collection": "tile:xla", "valid": {"score": 0.5, "graphs": 3},
+                                                     "test": {"score": 0.25, "graphs": 2}})
+    write_json(root / "heuristic" / f"{LAYOUT}.json", {"valid": {"score": -0.1, "graphs": 2}})
+    write_json(root / "ensemble" / f"{TILE}.json", {"valid": {"score": 0.75, "graphs": 3},
+                                                    "weights": {"lgbm": 0.8, "gnn": 0.2},
+                                                    "member_valid_scores": {"lgbm": 0.7, "gnn": 0.1}})
+    write_json(root / "submit.json", {"model": "ensemble", "rows": 5,
+                                      "test": {"collections": {"tile:xla": 0.9, "layout:xla:random": 0.3},
+                                               "kaggle_score": 0.6}})
+    return root
+
+
+def test_scores_long_and_pivoted(metrics_dir):
+    long, missing = reports.scores(metrics_dir, [TILE, LAYOUT])
+    assert len(long) == 4
+    names = {p.relative_to(metrics_dir).as_posix() for p in missing}
+    assert names == {f"{s}/{c}.json" for s in ("lgbm", "gnn") for c in (TILE, LAYOUT)} | \
+        {f"ensemble/{LAYOUT}.json"}
+    table = reports.score_table(long)
+    assert list(table.columns) == ["heuristic", "ensemble"]
+    assert table.loc[(TILE, "test"), "heuristic"] == 0.25 and table.loc[(TILE, "valid"), "ensemble"] == 0.75
+    assert np.isnan(table.loc[(LAYOUT, "valid"), "ensemble"])
+
+
+def test_scores_rejects_a_malformed_split(metrics_dir):
+    write_json(metrics_dir / "gnn" / f"{TILE}.json", {"valid": 0.3})
+    with pytest.raises(ValueError, match=r"gnn/tile-xla\.json: key 'valid'"):
+        reports.scores(metrics_dir, [TILE])
+
+
+def test_ensemble_weights_and_submit(metrics_dir):
+    weights, missing = reports.ensemble_weights(metrics_dir, [TILE, LAYOUT])
+    assert missing == [metrics_dir / "ensemble" / f"{LAYOUT}.json"]
+    assert weights.set_index("member")[["weight", "valid_score"]].to_dict("index") == \
+        {"lgbm": {"weight": 0.8, "valid_score": 0.7}, "gnn": {"weight": 0.2, "valid_score": 0.1}}
+    table, score = reports.submit_scores(metrics_dir)
+    assert score == 0.6 and dict(zip(table["collection"], table["score"])) == {"tile:xla": 0.9,
+                                                                               "layout:xla:random": 0.3}
+
+
+def test_submit_scores_without_test_truth(tmp_path):
+    assert reports.submit_scores(tmp_path)[1] is None                       # submit not run
+    write_json(tmp_path / "submit.json", {"model": "ensemble", "rows": 5})  # real data: nothing to score
+    table, score = reports.submit_scores(tmp_path)
+    assert score is None and table.empty
+
+
+def test_all_metrics_flattens_numbers_only(metrics_dir):
+    table = reports.all_metrics(metrics_dir)
+    found = {(f, m): v for f, m, v in table.itertuples(index=False)}
+    assert found[("ensemble/tile-xla.json", "weights.lgbm")] == 0.8
+    assert found[("submit.json", "test.kaggle_score")] == 0.6
+    assert ("heuristic/tile-xla.json", "collection") not in found and ("submit.json", "model") not in found
+
+
+def test_read_json_names_the_file(tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json: not valid JSON"):
+        reports.read_json(tmp_path / "bad.json")
+
+
+@pytest.fixture
+def plots_dir(tmp_path):
+    root = tmp_path / "plots"
+    write_csv(root / "heuristic" / f"{TILE}_per_graph.csv",
+              pd.DataFrame({"split": ["valid", "valid", "test"], "graph_id": ["001", "g2", "g3"],
+                            "score": [1.0, -2.0, 0.5]}))
+    write_csv(root / "lgbm" / f"{TILE}_per_graph.csv",
+              pd.DataFrame({"split": ["valid"], "graph_id": ["001"], "score": [0.9]}))
+    write_csv(root / "gnn" / TILE / "curve.csv", pd.DataFrame({"epoch": [0, 1], "loss": [0.5, 0.25],
+                                                               "valid_score": [0.1, 0.3], "lr": [1e-3, 5e-4]}))
+    write_csv(root / "lgbm" / TILE / "importance.csv",
+              pd.DataFrame({"feature": ["f1", "f2", "f3"], "gain": [1.0, 3.0, 2.0], "split": [4, 2, 1]}))
+    write_csv(root / "ensemble" / f"{TILE}_scatter.csv",
+              pd.DataFrame({"graph_id": ["g"], "true_rank": [0.0], "predicted_rank": [1.0]}))
+    return root
+
+
+def test_per_graph_keeps_graph_ids_as_text(plots_dir):
+    table, missing = reports.per_graph(plots_dir, [TILE])
+    assert list(table.columns) == ["collection", "model", "split", "graph_id", "score"]
+    assert sorted(table["model"].unique()) == ["heuristic", "lgbm"] and len(table) == 4
+    assert table.loc[table["model"] == "lgbm", "graph_id"].tolist() == ["001"]
+    assert {p.parent.name for p in missing} == {"gnn", "ensemble"}
+
+
+def test_per_graph_rejects_wrong_columns(plots_dir):
+    write_csv(plots_dir / "ensemble" / f"{TILE}_per_graph.csv", pd.DataFrame({"graph_id": ["g"], "tau": [0.1]}))
+    with pytest.raises(ValueError, match=r"ensemble/tile-xla_per_graph\.csv: columns \['split', 'score'\] missing"):
+        reports.per_graph(plots_dir, [TILE])
+
+
+def test_curves_importance_and_scatter(plots_dir):
+    curves, missing = reports.gnn_curves(plots_dir, [TILE, LAYOUT])
+    assert curves["valid_score"].tolist() == [0.1, 0.3] and missing == [plots_dir / "gnn" / LAYOUT / "curve.csv"]
+    top, _ = reports.lgbm_importance(plots_dir, [TILE], top_k=2)
+    assert top["feature"].tolist() == ["f2", "f3"]
+    scatter, missing = reports.rank_scatter(plots_dir, [TILE], model="ensemble")
+    assert scatter["predicted_rank"].tolist() == [1.0] and missing == []
+
+
+def test_prediction_counts(tmp_path):
+    preds = Predictions()
+    preds["g1"], preds["g2"] = [0.1, 0.2, 0.3], [1.0]
+    save_predictions(preds, predictions_path(tmp_path, "lgbm", TILE, "valid"))
+    table, missing = reports.prediction_counts(tmp_path, [TILE], models=("lgbm",))
+    assert table[["split", "graphs", "configs"]].values.tolist() == [["valid", 2, 4]]
+    assert missing == [predictions_path(tmp_path, "lgbm", TILE, "test")]
+
+
+def test_missing_note():
+    assert reports.missing_note([], "gnn") == ""
+    assert reports.missing_note([Path("plots/gnn/x/curve.csv")], "gnn") == \
+        "Note: 1 gnn output(s) not found (stage not run?): plots/gnn/x/curve.csv"
+
+
+def test_nothing_pruned_gives_empty_tables(tmp_path):
+    index, missing = reports.pruned_index(tmp_path, [TILE])
+    assert index.empty and missing == [tmp_path / TILE / "index.csv"]
+    assert reports.split_counts(index).empty and reports.runtime_summary(tmp_path, index)[0].empty

@@ -1,0 +1,237 @@
+"""pipeline.tpugraphs.dataset: collections, dataset roots, loading and validating official npz files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import make_layout_arrays, make_tile_arrays, write_npz
+from pipeline.tpugraphs.dataset import (COLLECTIONS, Collection, TpuGraphsFormatError, graph_paths, load_graph, load_split,
+                                npz_root, validate_node_config_feat)
+
+LAYOUT = Collection.parse("layout:xla:random")
+TILE = Collection.parse("tile:xla")
+
+
+def _raises(path: Path, key: str | None, call) -> str:
+    """Run `call`, expect TpuGraphsFormatError naming `path` (and `key`); return the message."""
+    with pytest.raises(TpuGraphsFormatError) as info:
+        call()
+    message = str(info.value)
+    assert str(path) in message
+    if key is not None:
+        assert f"'{key}'" in message and info.value.key == key
+    return message
+
+
+# ------------------------------------------------------------------------------------------- collections
+def test_collections_parse_names_and_slugs():
+    assert [c.name for c in COLLECTIONS] == ["tile:xla", "layout:xla:random", "layout:xla:default",
+                                             "layout:nlp:random", "layout:nlp:default"]
+    c = Collection.parse("layout-nlp-default")
+    assert (c.name, c.kind, c.source, c.search, c.slug) == ("layout:nlp:default", "layout", "nlp", "default",
+                                                            "layout-nlp-default")
+    assert c.subdir == Path("layout/nlp/default") and TILE.subdir == Path("tile/xla") and TILE.search is None
+    assert Collection.parse(c) is c
+    with pytest.raises(ValueError, match="unknown collection"):
+        Collection.parse("layout:xla")
+
+
+# ------------------------------------------------------------------------------------------------- roots
+@pytest.mark.parametrize("layout", ["holding_npz", "npz_itself", "npz_all", "above_npz_all"])
+def test_npz_root_resolves_every_layout(tmp_path, layout):
+    base = {"holding_npz": tmp_path, "npz_itself": tmp_path, "npz_all": tmp_path / "npz_all",
+            "above_npz_all": tmp_path}[layout]
+    npz = tmp_path / "npz_all" / "npz" if layout in ("npz_all", "above_npz_all") else tmp_path / "npz"
+    write_npz(npz / "layout/xla/random/valid/b.npz", make_layout_arrays())
+    write_npz(npz / "layout/xla/random/valid/a.npz", make_layout_arrays())
+    root = npz if layout == "npz_itself" else base
+    assert npz_root(root) == npz
+    assert [p.name for p in graph_paths(root, "layout-xla-random", "valid")] == ["a.npz", "b.npz"]
+    graphs = list(load_split(root, LAYOUT, "valid"))
+    assert [g.graph_id for g in graphs] == ["a", "b"] and graphs[0].split == "valid"
+
+
+def test_npz_root_errors_name_the_folder(tmp_path):
+    (tmp_path / "something").mkdir()
+    assert "something" in _raises(tmp_path, None, lambda: npz_root(tmp_path))
+    _raises(tmp_path / "missing", None, lambda: npz_root(tmp_path / "missing"))
+    with pytest.raises(TpuGraphsFormatError, match="data.root"):
+        npz_root(None)
+    write_npz(tmp_path / "npz/tile/xla/train/t.npz", make_tile_arrays())
+    _raises(tmp_path / "npz/tile/xla/test", None, lambda: graph_paths(tmp_path, TILE, "test"))
+
+
+# ----------------------------------------------------------------------------------------------- loading
+def test_load_layout_graph(tiny_npz):
+    g = load_graph(tiny_npz["layout"], "layout:xla:random", "train")
+    assert (g.graph_id, g.collection, g.split, g.n_nodes, g.n_configs) == ("tiny_layout", LAYOUT, "train", 5, 4)
+    assert g.node_opcode.dtype == np.int64 and g.node_opcode.tolist() == [63, 26, 41, 34, 98]
+    assert g.edge_index.dtype == np.int64 and g.edge_index.shape == (5, 2)
+    assert g.node_splits.tolist() == [0, 5] and g.node_config_ids.tolist() == [1, 3]
+    assert g.config_feat is None and g.config_runtime_normalizers is None
+    feat = g.read_node_config_feat([3, 1, 3])
+    assert feat.dtype == np.int8 and feat.shape == (3, 2, 18)
+    assert feat[0, :, :2].tolist() == [[1, 0], [0, 1]] and feat[1, 0, :2].tolist() == [0, 1]
+    assert (feat[2] == feat[0]).all() and feat[1, 1].tolist() == [-1] * 18
+    full = g.read_node_config_feat()
+    assert (full == make_layout_arrays()["node_config_feat"]).all()
+    chunks = list(g.iter_node_config_feat(3))
+    assert [s for s, _ in chunks] == [0, 3] and (np.concatenate([c for _, c in chunks]) == full).all()
+    with pytest.raises(IndexError):
+        g.read_node_config_feat([4])
+
+
+def test_load_tile_graph(tiny_npz):
+    g = load_graph(tiny_npz["tile"], TILE, "train")
+    assert (g.n_nodes, g.n_configs, g.node_config_ids, g.node_splits) == (3, 3, None, None)
+    assert g.config_feat.dtype == np.float32 and g.config_feat[:, 15].tolist() == [1024, 2048, 2048]
+    assert g.config_runtime_normalizers.tolist() == [1000, 1010, 990]
+    assert g.node_opcode.dtype == g.edge_index.dtype == g.config_runtime.dtype == np.int64
+    with pytest.raises(ValueError, match="no node_config_feat"):
+        g.read_node_config_feat([0])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_integer_dtype_variants_load_as_int64(tmp_path, dtype):
+    arrays = make_layout_arrays()
+    for key in ("node_opcode", "edge_index", "node_config_ids", "node_splits", "config_runtime"):
+        arrays[key] = arrays[key].astype(dtype if key == "node_opcode" else np.int32 if dtype == np.uint8 else dtype)
+    arrays["node_splits"] = arrays["node_splits"].reshape(-1)       # flat (S,) is accepted too
+    g = load_graph(write_npz(tmp_path / "g.npz", arrays), LAYOUT, "valid")
+    for key in ("node_opcode", "edge_index", "node_config_ids", "node_splits", "config_runtime"):
+        assert getattr(g, key).dtype == np.int64
+        assert getattr(g, key).tolist() == make_layout_arrays()[key].reshape(getattr(g, key).shape).tolist()
+
+
+def test_test_split_allows_zero_runtimes_and_missing_or_zero_normalizers(tmp_path):
+    tile = make_tile_arrays()
+    tile["config_runtime"][:] = 0
+    del tile["config_runtime_normalizers"]
+    g = load_graph(write_npz(tmp_path / "t.npz", tile), TILE, "test")
+    assert g.config_runtime.tolist() == [0, 0, 0] and g.config_runtime_normalizers is None
+    tile["config_runtime_normalizers"] = np.zeros(3, np.int64)
+    assert load_graph(write_npz(tmp_path / "t.npz", tile), TILE, "test").config_runtime_normalizers.tolist() == [0] * 3
+    layout = make_layout_arrays()
+    layout["config_runtime"][:] = 0
+    assert load_graph(write_npz(tmp_path / "l.npz", layout), LAYOUT, "test").n_configs == 4
+    path = write_npz(tmp_path / "t2.npz", tile)           # the same zeros are an error on train
+    _raises(path, "config_runtime", lambda: load_graph(path, TILE, "train"))
+
+
+# ------------------------------------------------------------------------------------- corrupted files
+def _set(key, value):
+    def mutate(a):
+        a[key] = value(a) if callable(value) else value
+    return mutate
+
+
+def _delete(key):
+    return lambda a: a.pop(key)
+
+
+LAYOUT_CORRUPTIONS = {
+    "missing node_feat": ("node_feat", _delete("node_feat")),
+    "missing edge_index": ("edge_index", _delete("edge_index")),
+    "missing node_config_feat": ("node_config_feat", _delete("node_config_feat")),
+    "missing node_config_ids": ("node_config_ids", _delete("node_config_ids")),
+    "missing node_splits": ("node_splits", _delete("node_splits")),
+    "node_feat width 139": ("node_feat", _set("node_feat", np.zeros((5, 139), np.float32))),
+    "node_feat NaN": ("node_feat", _set("node_feat", lambda a: np.where(np.eye(5, 140) > 0, np.nan, a["node_feat"]))),
+    "opcode 121": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34, 121], np.uint8))),
+    "opcode -1": ("node_opcode", _set("node_opcode", np.array([63, 26, -1, 34, 98], np.int32))),
+    "opcode count": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34], np.int64))),
+    "edge to node 5": ("edge_index", _set("edge_index", np.array([[1, 0], [5, 1]], np.int64))),
+    "negative edge": ("edge_index", _set("edge_index", np.array([[1, -1]], np.int32))),
+    "edge_index (E, 3)": ("edge_index", _set("edge_index", np.zeros((2, 3), np.int64))),
+    "config id 5": ("node_config_ids", _set("node_config_ids", np.array([1, 5], np.int64))),
+    "duplicate config id": ("node_config_ids", _set("node_config_ids", np.array([3, 3], np.int64))),
+    "config feat last dim 17": ("node_config_feat", _set("node_config_feat", np.zeros((4, 2, 17), np.float32))),
+    "config feat wrong NC": ("node_config_feat", _set("node_config_feat", np.zeros((4, 3, 18), np.float32))),
+    "negative runtime": ("config_runtime", _set("config_runtime", np.array([300, -1, 200, 400], np.int64))),
+    "NaN runtime": ("config_runtime", _set("config_runtime", np.array([300, np.nan, 200, 400]))),
+    "float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 1.0, 200.0, 400.0]))),
+    "pickled object array": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34, "x"], dtype=object))),
+    "fortran order": ("node_feat", _set("node_feat", lambda a: np.asfortranarray(a["node_feat"]))),
+    "node_splits past N": ("node_splits", _set("node_splits", np.array([[0, 6]], np.int64))),
+}
+TILE_CORRUPTIONS = {
+    "missing config_feat": ("config_feat", _delete("config_feat")),
+    "missing normalizers": ("config_runtime_normalizers", _delete("config_runtime_normalizers")),
+    "config_feat width 23": ("config_feat", _set("config_feat", np.zeros((3, 23), np.float32))),
+    "config_feat rows": ("config_feat", _set("config_feat", np.zeros((2, 24), np.float32))),
+    "zero normalizer": ("config_runtime_normalizers", _set("config_runtime_normalizers", np.array([1, 0, 1]))),
+    "config_feat inf": ("config_feat", _set("config_feat", lambda a: np.where(np.eye(3, 24) > 0, np.inf, 0))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CORRUPTIONS))
+def test_layout_corruption_raises_clear_error(tmp_path, case):
+    key, mutate = LAYOUT_CORRUPTIONS[case]
+    arrays = make_layout_arrays()
+    mutate(arrays)
+    path = write_npz(tmp_path / "bad.npz", arrays)
+    _raises(path, key, lambda: load_graph(path, LAYOUT, "train"))
+
+
+@pytest.mark.parametrize("case", sorted(TILE_CORRUPTIONS))
+def test_tile_corruption_raises_clear_error(tmp_path, case):
+    key, mutate = TILE_CORRUPTIONS[case]
+    arrays = make_tile_arrays()
+    mutate(arrays)
+    path = write_npz(tmp_path / "bad.npz", arrays)
+    _raises(path, key, lambda: load_graph(path, TILE, "valid"))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("bad", [7.0, 0.5, -2.0, np.nan])
+def test_bad_config_values_raise_when_read(tmp_path, compress, bad):
+    arrays = make_layout_arrays()
+    arrays["node_config_feat"][2, 1, 5] = bad
+    path = write_npz(tmp_path / "bad.npz", arrays, compress)
+    graph = load_graph(path, LAYOUT, "train")                # values are checked lazily, when read
+    assert graph.read_node_config_feat([0, 1, 3]).shape == (3, 2, 18)
+    message = _raises(path, "node_config_feat", lambda: graph.read_node_config_feat([3, 2]))
+    assert "config 2, node 1, dim 5" in message
+    _raises(path, "node_config_feat", lambda: validate_node_config_feat(graph, chunk_size=1))
+    _raises(path, "node_config_feat", lambda: list(graph.iter_node_config_feat(2)))
+
+
+def test_truncated_file_raises_clear_error(tiny_npz):
+    path = tiny_npz["layout"]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert "zip" in _raises(path, None, lambda: load_graph(path, LAYOUT, "train"))
+
+
+def test_corrupt_member_data_raises_clear_error(tmp_path):
+    arrays = make_layout_arrays()
+    arrays["node_feat"] = np.random.default_rng(0).normal(size=(5, 140)).astype(np.float32)
+    path = write_npz(tmp_path / "c.npz", arrays, compress=True)
+    data = bytearray(path.read_bytes())
+    start = data.index(b"node_feat.npy") + 600               # inside node_feat's deflated stream
+    data[start:start + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    _raises(path, "node_feat", lambda: load_graph(path, LAYOUT, "train"))
+
+
+def test_compressed_files_load_like_stored(tmp_path):
+    stored = load_graph(write_npz(tmp_path / "s.npz", make_layout_arrays()), LAYOUT, "train")
+    packed = load_graph(write_npz(tmp_path / "c.npz", make_layout_arrays(), compress=True), LAYOUT, "train")
+    index = [3, 0, 3, 2]
+    assert (stored.read_node_config_feat(index) == packed.read_node_config_feat(index)).all()
+    assert (stored.node_feat == packed.node_feat).all()
+
+
+def test_in_memory_source_and_tile_validation(tiny_npz):
+    tile = load_graph(tiny_npz["tile"], TILE, "valid")
+    validate_node_config_feat(tile)                            # no node_config_feat: nothing to check
+    layout = load_graph(tiny_npz["layout"], LAYOUT, "valid")
+    validate_node_config_feat(layout)
+    values = make_layout_arrays()["node_config_feat"]
+    layout.node_config_feat_source = values                    # a graph built in memory reads the same way
+    assert (layout.read_node_config_feat([2, 2, 0]) == values[[2, 2, 0]]).all()
+    assert [s for s, _ in layout.iter_node_config_feat(3)] == [0, 3]
+    values[0, 0, 0] = 6
+    with pytest.raises(TpuGraphsFormatError, match="config 0, node 0, dim 0"):
+        layout.read_node_config_feat([0])
