@@ -23,14 +23,13 @@ import numpy as np
 import pandas as pd
 
 from pipeline.predictions import load_predictions, predictions_path
+from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
 from pipeline.scoring.evaluate import per_graph_file, scatter_file
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
                              load_pruned_graph, read_index)
 
 MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "lgbm", "gnn": "gnn",
                                 "ensemble": "ensemble"}   # model (predictions folder) -> stage writing its metrics
-SCORED_SPLITS = ("valid", "test")
-LABELLED_SPLITS = ("train", "valid")   # splits whose runtimes are known on real data
 GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
 LGBM_IMPORTANCE = ("lgbm", "importance.csv")
 SUBMIT_METRICS = "submit.json"
@@ -174,7 +173,7 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
                 missing.append(path)
                 continue
             result = read_json(path)
-            for split in SCORED_SPLITS:
+            for split in PREDICTED_SPLITS:
                 if split in result:
                     if not isinstance(result[split], dict) or "score" not in result[split]:
                         raise ValueError(f"{path}: key {split!r} expected {{'score', 'graphs'}}, "
@@ -203,7 +202,7 @@ def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, 
 
 
 def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models: Sequence[str] = tuple(MODEL_STAGES),
-                      splits: Sequence[str] = SCORED_SPLITS) -> Found:
+                      splits: Sequence[str] = PREDICTED_SPLITS) -> Found:
     """What each model predicted: collection, model, split, graphs, configs (scores in the predictions file)."""
     rows, missing = [], []
     for model in models:

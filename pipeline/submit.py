@@ -8,7 +8,6 @@ then written atomically. On synthetic data the stage also scores the submission 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -19,7 +18,8 @@ from omegaconf import DictConfig
 
 from pipeline.scoring import metrics
 from pipeline.config import load_cfg, split_overrides
-from pipeline.scoring.evaluate import load_truth, write_json
+from pipeline.files import write_csv, write_json
+from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
 
@@ -107,11 +107,7 @@ def write_submission(table: pd.DataFrame, path: str | Path, expected: Mapping[st
     problems = validate_submission(table, expected, tile_top_k)
     if problems:
         raise SubmissionError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_csv(table, path)
 
 
 def ranking_scores(indices: list[int], n_configs: int) -> np.ndarray:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from pipeline.config import CONF_DIR, compose, repo_root
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 STAGES = ("heuristic", "lgbm", "gnn", "ensemble")
 OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
@@ -39,7 +40,7 @@ def summarize(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
         overrides = (job / ".hydra" / "overrides.yaml").read_text().strip().replace("\n", " ")
         result = json.loads((job / "metrics" / stage / f"{collection.slug}.json").read_text())
         rows.append({"job": int(job.name), "overrides": overrides,
-                     **{f"{s}_score": result[s]["score"] for s in ("valid", "test") if s in result}})
+                     **{f"{s}_score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return pd.DataFrame(rows)
 
 

@@ -15,7 +15,9 @@ from pipeline.config import compose
 from pipeline.prune import PruneParams, main, prune_collection
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
-from pipeline.tpugraphs.dataset import SPLITS, TpuGraphsFormatError, load_graph
+from pipeline.tpugraphs.dataset import load_graph
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.schema import SPLITS
 
 LAYOUT = "layout-xla-random"
 RUNTIME = np.array([100, 200, 300, 40, 260, 500], np.int64)

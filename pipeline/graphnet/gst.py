@@ -32,7 +32,7 @@ from torch import nn
 
 from pipeline.graphnet.data import sample_configs
 from pipeline.graphnet.history import HistoricalTable
-from pipeline.graphnet.segments import SPLITS, Segment, build_segments, segment_configs
+from pipeline.graphnet.segments import SEGMENTATIONS, Segment, build_segments, segment_configs
 from pipeline.pruned import PrunedGraph
 
 MODES = ("pruned", "gst")
@@ -43,7 +43,7 @@ class GSTSettings:
     """The `gnn.gst` config group."""
 
     segment_size: int           # most nodes per segment
-    split: str                  # contiguous | node_splits
+    segmentation: str           # one of SEGMENTATIONS: contiguous | node_splits
     segments_per_step: int      # segments back-propagated per graph per step
     stale_dropout: float        # probability of dropping a historical segment summary (per step, shared by configs)
     finetune_epochs: int        # prediction-head-only epochs at the end
@@ -51,7 +51,7 @@ class GSTSettings:
 
     @classmethod
     def from_cfg(cls, gst) -> "GSTSettings":
-        settings = cls(segment_size=int(gst.segment_size), split=str(gst.split),
+        settings = cls(segment_size=int(gst.segment_size), segmentation=str(gst.segmentation),
                        segments_per_step=int(gst.segments_per_step), stale_dropout=float(gst.stale_dropout),
                        finetune_epochs=int(gst.finetune_epochs), finetune_lr_scale=float(gst.finetune_lr_scale))
         if settings.segment_size < 1 or settings.segments_per_step < 1 or settings.finetune_epochs < 0:
@@ -59,8 +59,8 @@ class GSTSettings:
                              f"found {settings}")
         if not 0.0 <= settings.stale_dropout < 1.0:
             raise ValueError(f"gnn.gst.stale_dropout={settings.stale_dropout}; expected 0 <= p < 1")
-        if settings.split not in SPLITS:
-            raise ValueError(f"gnn.gst.split={settings.split!r}; expected one of {SPLITS}")
+        if settings.segmentation not in SEGMENTATIONS:
+            raise ValueError(f"gnn.gst.segmentation={settings.segmentation!r}; expected one of {SEGMENTATIONS}")
         return settings
 
 
@@ -86,7 +86,7 @@ class SegmentCache:
         key = (graph.split, graph.graph_id)
         if key not in self._segments:
             segments = [s.to(self.device) for s in
-                        build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.split)]
+                        build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.segmentation)]
             if not self.keep:
                 return segments
             self._segments[key] = segments
@@ -200,11 +200,21 @@ def freeze_to_head(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
+@dataclass(frozen=True)
+class GSTVisit:
+    """One visit of a training graph: the config rows to score and the segments trained with autograd
+    (None while fine-tuning the head: every segment is then computed fresh under no_grad)."""
+
+    rows: np.ndarray
+    trained: np.ndarray | None
+
+
 class GSTTrainer:
     """What the training loop needs in GST mode: config sampling by segment cycles, scores, checkpoint state.
 
-    With `finetune` set (the last gst.finetune_epochs epochs), configs are sampled afresh on every visit and
-    scores come from every segment computed fresh (no_grad), so only the head (`freeze_to_head`) learns.
+    `sample` returns a `GSTVisit` that `scores` takes back, so nothing is carried between the two calls. With
+    `finetune` set (the last gst.finetune_epochs epochs), configs are sampled afresh on every visit and scores come
+    from every segment computed fresh (no_grad), so only the head (`freeze_to_head`) learns.
     """
 
     def __init__(self, model: nn.Module, settings: GSTSettings, segments: SegmentCache):
@@ -212,27 +222,27 @@ class GSTTrainer:
         self.model, self.settings, self.segments = model, settings, segments
         self.table, self.cycles = HistoricalTable(), SegmentCycles()
         self.finetune = False
-        self._trained: dict[str, np.ndarray] = {}
 
     def visits(self, graph: PrunedGraph) -> int:
         """Visits that train every segment of the graph once (one cycle)."""
         return -(-len(self.segments.get(graph)) // self.settings.segments_per_step)
 
-    def sample(self, graph: PrunedGraph, k: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, graph: PrunedGraph, k: int, rng: np.random.Generator) -> GSTVisit:
+        """The config rows (k of them) and the segments to train in this visit of `graph`."""
         if self.finetune:
-            return sample_configs(graph, k, rng)
+            return GSTVisit(rows=sample_configs(graph, k, rng), trained=None)
         rows, trained = self.cycles.next(graph.graph_id, len(self.segments.get(graph)),
                                          self.settings.segments_per_step, lambda: sample_configs(graph, k, rng), rng)
-        self._trained[graph.graph_id] = trained
-        return rows
+        return GSTVisit(rows=rows, trained=trained)
 
-    def scores(self, graph: PrunedGraph, rows: np.ndarray, configs: torch.Tensor,
+    def scores(self, graph: PrunedGraph, visit: GSTVisit, configs: torch.Tensor,
                rng: np.random.Generator) -> torch.Tensor:
+        """Training scores [configs] of the visit's config batch `configs`."""
         segments = self.segments.get(graph)
-        if self.finetune:
+        if visit.trained is None:
             return segmented_scores(self.model, segments, configs, graph.n_nodes)
-        return gst_scores(self.model, graph, segments, self.table, rows, configs, self.settings, rng,
-                          self._trained.pop(graph.graph_id))
+        return gst_scores(self.model, graph, segments, self.table, visit.rows, configs, self.settings, rng,
+                          visit.trained)
 
     def state_dict(self) -> dict:
         return {"table": self.table.state_dict(), "cycles": self.cycles.state_dict()}

@@ -8,8 +8,6 @@ Every model stage writes `<metrics_dir>/<stage>/<slug>.json` (collection scores,
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Mapping
 
@@ -17,6 +15,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from pipeline.files import write_csv, write_json
 from pipeline.scoring import metrics
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -57,14 +56,6 @@ def load_truth(cfg: DictConfig, collection: Collection, split: str) -> dict[str,
     return truth
 
 
-def write_json(payload: Mapping, path: Path) -> None:
-    """Write JSON atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def metrics_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
     return Path(cfg.paths.metrics_dir) / stage / f"{collection.slug}.json"
 
@@ -95,14 +86,6 @@ def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per
         rows.append(pd.DataFrame({"graph_id": graph_id, "true_rank": true_rank[picked],
                                   "predicted_rank": predicted_rank[picked]}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["graph_id", "true_rank", "predicted_rank"])
-
-
-def write_csv(table: pd.DataFrame, path: Path) -> None:
-    """Write a CSV atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
 
 
 def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,

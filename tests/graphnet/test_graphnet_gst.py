@@ -16,13 +16,13 @@ from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.segments import build_segments
-from pipeline.graphnet.train_loop import fit
+from pipeline.graphnet.train_loop import TrainSettings, fit
 
 CPU = torch.device("cpu")
 
 
 def settings(**overrides) -> GSTSettings:
-    base = dict(segment_size=8, split="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=1,
+    base = dict(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=1,
                 finetune_lr_scale=0.1)
     return GSTSettings(**(base | overrides))
 
@@ -47,13 +47,13 @@ def test_check_model_names_what_gst_needs():
     tile = build_model(ModelSpec.from_cfg("tile", 6, gnn_cfg()))
     with pytest.raises(ValueError, match="layout models only"):
         check_model(tile)
-    base = dict(segment_size=8, split="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=0,
+    base = dict(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=0,
                 finetune_lr_scale=0.1)
     assert GSTSettings.from_cfg(OmegaConf.create(base)) == settings(finetune_epochs=0)
     with pytest.raises(ValueError, match="stale_dropout"):
         GSTSettings.from_cfg(OmegaConf.create(base | {"stale_dropout": 1.0}))
-    with pytest.raises(ValueError, match="gnn.gst.split"):
-        GSTSettings.from_cfg(OmegaConf.create(base | {"split": "halves"}))
+    with pytest.raises(ValueError, match="gnn.gst.segmentation"):
+        GSTSettings.from_cfg(OmegaConf.create(base | {"segmentation": "halves"}))
 
 
 def test_table_is_updated_only_for_trained_segments():
@@ -145,9 +145,8 @@ def _fit_gst(tmp_path, gnn, max_epochs=None, gst=None):
     spec = ModelSpec.from_cfg("layout", train[0].node_feat.shape[1], gnn)
     torch.manual_seed(0)
     model = build_model(spec)
-    return fit(model, spec, "layout", train, valid, gnn, configs_per_graph=6, seed=5,
-               checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs,
-               gst=gst or settings(finetune_epochs=1))
+    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None), gst or settings(finetune_epochs=1),
+               seed=5, checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 
 def test_gst_fit_resumes_exactly_with_its_table(tmp_path):

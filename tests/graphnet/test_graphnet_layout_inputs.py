@@ -9,7 +9,7 @@ import torch
 
 from pipeline.graphnet.data import graph_tensors
 from pipeline.graphnet.layout_inputs import (block_codes, effective_configs, hlo_layouts, log_elements,
-                                        mismatch_features, operand_slots)
+                                             mismatch_features)
 from pipeline.pruned import PrunedGraph
 
 
@@ -35,15 +35,14 @@ def four_node_graph() -> PrunedGraph:
                        config_inverse=np.arange(2), node_config_ids=np.array([1]), node_config_feat=feat)
 
 
-def test_hlo_layouts_fall_back_to_row_major_when_invalid():
+def test_hlo_layouts_are_stored_plus_one_with_the_row_major_fallback():
     raw = raw_features([(1, 0), (0, 0), (0, 1)])
     raw[1, 134:140] = 0.0                                     # the original zero padding: not a permutation
     assert hlo_layouts(raw)[:, :3].tolist() == [[2, 1, 0], [2, 1, 0], [1, 2, 0]]
 
 
-def test_operand_slots_and_log_elements():
+def test_log_elements():
     g = four_node_graph()
-    assert operand_slots(g.edge_index, g.node_config_ids, 4).tolist() == [1, 2, -1]
     assert log_elements(g.node_feat_raw) == pytest.approx([math.log1p(32)] * 4)
 
 

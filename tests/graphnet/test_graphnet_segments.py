@@ -31,7 +31,7 @@ def test_node_splits_bounds_by_hand():
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="segment_size"):
         segment_bounds(10, 0)
-    with pytest.raises(ValueError, match="gst.split"):
+    with pytest.raises(ValueError, match="gst.segmentation"):
         segment_bounds(10, 4, "halves")
     with pytest.raises(ValueError, match="node_splits"):
         segment_bounds(10, 4, "node_splits")
@@ -60,8 +60,8 @@ def test_segment_sees_only_its_configurable_columns():
     assert not free.config_dependent and segment_configs(configs, free).shape == (1, 0, 18)
 
 
-@pytest.mark.parametrize("split", ["contiguous", "node_splits"])
-def test_segmented_scores_match_the_whole_graph_for_any_segment_size(split):
+@pytest.mark.parametrize("segmentation", ["contiguous", "node_splits"])
+def test_segmented_scores_match_the_whole_graph_for_any_segment_size(segmentation):
     graph = long_graph()
     graph.node_splits = np.array([0, 7, 20, 31])
     model = layout_model().eval()
@@ -69,7 +69,7 @@ def test_segmented_scores_match_the_whole_graph_for_any_segment_size(split):
     with torch.no_grad():
         whole = model(graph_tensors(graph), configs)
         for size in (3, 8, 17, 40):
-            scores = segmented_scores(model, build_segments(graph, size, model.spec.layers + 1, split), configs,
+            scores = segmented_scores(model, build_segments(graph, size, model.spec.layers + 1, segmentation), configs,
                                       graph.n_nodes)
             torch.testing.assert_close(scores, whole, rtol=1e-5, atol=1e-4)
 
