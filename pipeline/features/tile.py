@@ -1,6 +1,6 @@
 """Per-configuration features of a tile graph, vectorised over configurations.
 
-A tile configuration is the 24-vector `config_feat` (docs/tpugraphs-format.md, "Tile configurations"): kernel_bounds 0-7,
+A tile configuration is the 24-vector `config_feat` (docs/tpugraphs-format.md 2d): kernel_bounds 0-7,
 output_bounds 8-15, input_bounds 16-23 (six dims, then _sum and _product; 0 past the rank). Feature groups:
 
 - `tile_config`: the 24 values as they are;

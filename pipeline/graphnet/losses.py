@@ -1,6 +1,6 @@
 """Ranking losses over the configs of one graph. Convention: lower score = predicted faster.
 
-Element-wise losses lost badly in the competition (docs/solutions.md §5.2); both losses here only see the order.
+Element-wise losses lost badly in the competition (docs/solutions.md, "Ranking losses only"); both losses here only see the order.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What layouts mean, in numpy, for every model: HLO layouts with their row-major fallback, block codes, operand
-slots and tensor sizes (docs/tpugraphs-format.md, "Layout configurations").
+slots and tensor sizes (docs/tpugraphs-format.md, section 2e).
 
 A layout block is a minor-to-major list of `MAX_DIMS` slots (dimension indices 0..rank-1, then -1 padding). A
 layout configuration gives every configurable node three blocks (`LAYOUT_BLOCKS`: output, input = operand 0,
