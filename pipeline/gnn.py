@@ -25,7 +25,7 @@ from pipeline.config import stage_args
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
-from pipeline.graphnet.gst import MODES, GSTSettings, SegmentCache
+from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
 from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
@@ -42,8 +42,8 @@ CURVE_FILE = "curve.csv"
 def gst_settings(gnn: DictConfig, collection: Collection) -> GSTSettings | None:
     """The GST settings when gnn.mode=gst and the collection is a layout one (tile graphs train whole), else None."""
     mode = str(gnn.mode)
-    if mode not in MODES:
-        raise ValueError(f"gnn.mode={mode!r}; expected one of {MODES}")
+    if mode not in TRAINING_MODES:
+        raise ValueError(f"gnn.mode={mode!r}; expected one of {TRAINING_MODES}")
     if mode != "gst" or collection.kind != "layout":
         return None
     return GSTSettings.from_cfg(gnn.gst)

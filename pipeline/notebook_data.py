@@ -218,7 +218,7 @@ def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models:
     return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "graphs", "configs"]), missing
 
 
-def rank_scatter(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
+def rank_scatter_points(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
     """Predicted vs true rank of sampled valid configurations of one model (`<slug>_scatter.csv`)."""
     stage = MODEL_STAGES.get(model, model)
     return _per_collection({s: scatter_file(plots_dir, stage, s) for s in slugs},

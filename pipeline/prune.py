@@ -95,7 +95,7 @@ def _peak_rss_mb() -> float:
     return round(peak / 1024, 1)
 
 
-def summarize(rows: list[dict]) -> dict:
+def split_totals(rows: list[dict]) -> dict:
     """Totals of the index rows per split (graphs and COUNT_COLUMNS)."""
     out = {}
     for split in SPLITS:
@@ -144,7 +144,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         report = {"collection": collection.name, "source": collection.subdir.as_posix(),
                   "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
                              "pad_value": params.pad_value, "dedup": params.dedup},
-                  "splits": summarize(rows), "skipped": skipped,
+                  "splits": split_totals(rows), "skipped": skipped,
                   "node_feat_columns": len(normalizer.columns)}
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.

@@ -33,7 +33,7 @@ def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> P
     return Path(compose(fixed).paths.multirun_dir) / f"{stage}-{collection.slug}"
 
 
-def summarize(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
+def job_scores(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
     """One row per job: its overrides and the valid (and test) score from its metrics file."""
     rows = []
     for job in sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     sys.argv = [f"{__package__}.sweep", "--multirun", *overrides, f"hydra.sweep.dir={folder}",
                 "hydra.sweep.subdir=${hydra.job.num}", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
     job()
-    table = summarize(folder, args.stage, collection)
+    table = job_scores(folder, args.stage, collection)
     table.to_csv(folder / "summary.csv", index=False)
     print(table.to_string(index=False))
     return table

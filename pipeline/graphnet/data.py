@@ -95,7 +95,7 @@ def layout_static(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> dic
     if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < NODE_FEAT_DIM:
         raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, {NODE_FEAT_DIM}], "
                          f"found {raw.shape}")
-    hlo = layout_inputs.hlo_layouts(raw)                                   # [nodes, 6] values + 1
+    hlo = layout_inputs.hlo_layout_indices(raw)                                   # [nodes, 6] values + 1
     slots = layouts.operand_slots(edges, ids, graph.n_nodes)               # [edges]
     position = layouts.config_positions(ids, graph.n_nodes)
     defaults = np.zeros((len(ids), len(LAYOUT_BLOCKS), MAX_DIMS), np.int64)   # [configurable, 3, 6]

@@ -35,7 +35,7 @@ from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.segments import SEGMENTATIONS, Segment, build_segments, segment_configs
 from pipeline.pruned import PrunedGraph
 
-MODES = ("pruned", "gst")
+TRAINING_MODES = ("pruned", "gst")
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class SegmentCache:
         return self._segments[key]
 
 
-def summarize(model: nn.Module, segment: Segment, configs: torch.Tensor) -> torch.Tensor:
+def summarize_segment(model: nn.Module, segment: Segment, configs: torch.Tensor) -> torch.Tensor:
     """One segment's summary for a config batch: [configs, summary_dim] (expanded when config-independent)."""
     out = model.segment_summary(segment.graph, segment_configs(configs, segment), segment.own.to(configs.device))
     return out.expand(configs.shape[0], -1)
@@ -129,7 +129,7 @@ def segmented_scores(model: nn.Module, segments: list[Segment], configs: torch.T
     """Exact full-graph scores [configs], computed one segment at a time (summaries under no_grad; the head keeps
     its autograd graph when grad is enabled, which the fine-tuning uses)."""
     with torch.no_grad():
-        summaries = [summarize(model, segment, configs) for segment in segments]
+        summaries = [summarize_segment(model, segment, configs) for segment in segments]
     return model.readout(combine(summaries, [], model.spec.hidden), n_nodes)
 
 
@@ -144,13 +144,13 @@ def gst_scores(model: nn.Module, graph: PrunedGraph, segments: list[Segment], ta
     fresh_grad, stale = [], []
     for segment in segments:
         if segment.index in chosen:
-            fresh_grad.append(summarize(model, segment, configs))
+            fresh_grad.append(summarize_segment(model, segment, configs))
             continue
         key_rows = rows if segment.config_dependent else None
         values = table.pull(graph.graph_id, segment.index, key_rows)
         if values is None:                   # first visit of a cycle: the table is initialised, never refreshed
             with torch.no_grad():
-                values = summarize(model, segment, configs)
+                values = summarize_segment(model, segment, configs)
             table.push(graph.graph_id, segment.index, key_rows, values)
         stale.append(values.to(configs.device).float().expand(n_configs, -1))
     p = settings.stale_dropout

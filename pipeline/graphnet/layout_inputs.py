@@ -27,7 +27,7 @@ from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS
 MISMATCH_FEATURES = 4              # per node: in-edges, in log-size, out-edges, out log-size
 
 
-def hlo_layouts(node_feat_raw: np.ndarray) -> np.ndarray:
+def hlo_layout_indices(node_feat_raw: np.ndarray) -> np.ndarray:
     """int64 [nodes, 6]: each node's HLO layout (`layouts.hlo_layouts`, row-major fallback) stored +1 (0 = padding),
     the encoding of the model's layout inputs."""
     return layouts.hlo_layouts(node_feat_raw) - LAYOUT_VALUE_MIN
@@ -38,7 +38,7 @@ def log_elements(node_feat_raw: np.ndarray) -> np.ndarray:
     return np.log1p(layouts.element_counts(node_feat_raw)).astype(np.float32)
 
 
-def block_codes(blocks: torch.Tensor) -> torch.Tensor:
+def index_block_codes(blocks: torch.Tensor) -> torch.Tensor:
     """int64 [...]: `layouts.block_codes` of layout blocks [..., 6] stored +1, on the blocks' device (per config
     batch, so it stays in torch); all-padding (default) blocks get code 0."""
     weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, device=blocks.device)
@@ -70,7 +70,7 @@ def mismatch_features(configs: torch.Tensor, is_default: torch.Tensor, graph) ->
         graph: GraphTensors with hlo_code, node_config_ids, edge_slot, log_elements.
     """
     n_configs = configs.shape[0]
-    codes = block_codes(configs.reshape(n_configs, configs.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS))  # [configs, cfg, 3]
+    codes = index_block_codes(configs.reshape(n_configs, configs.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS))  # [configs, cfg, 3]
     produced = graph.hlo_code.unsqueeze(0).expand(n_configs, -1).clone()        # [configs, nodes]
     produced[:, graph.node_config_ids] = codes[:, :, 0]
     expected = graph.hlo_code[graph.producer].unsqueeze(0).expand(n_configs, -1).clone()  # [configs, edges]

@@ -11,7 +11,7 @@ from pruned_graphs import gnn_cfg
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
 from pipeline.graphnet.gst import (GSTSettings, SegmentCycles, check_model, combine, gst_scores, segmented_scores,
-                              summarize, trained_scale)
+                              summarize_segment, trained_scale)
 from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
@@ -71,7 +71,7 @@ def test_table_is_updated_only_for_trained_segments():
     scores = gst_scores(model, graph, segments, table, rows, configs, settings(stale_dropout=0.0),
                         np.random.default_rng(0), trained=[chosen])
     with torch.no_grad():
-        fresh = summarize(model, segments[chosen], configs)
+        fresh = summarize_segment(model, segments[chosen], configs)
     for s in segments:
         stored = table.pull(graph.graph_id, s.index, rows if s.config_dependent else None)
         expected = fresh if s.index == chosen else sentinel[s.index]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pipeline.graphnet.data import graph_tensors
-from pipeline.graphnet.layout_inputs import (block_codes, effective_configs, hlo_layouts, log_elements,
+from pipeline.graphnet.layout_inputs import (index_block_codes, effective_configs, hlo_layout_indices, log_elements,
                                              mismatch_features)
 from pipeline.pruned import PrunedGraph
 
@@ -38,7 +38,7 @@ def four_node_graph() -> PrunedGraph:
 def test_hlo_layouts_are_stored_plus_one_with_the_row_major_fallback():
     raw = raw_features([(1, 0), (0, 0), (0, 1)])
     raw[1, 134:140] = 0.0                                     # the original zero padding: not a permutation
-    assert hlo_layouts(raw)[:, :3].tolist() == [[2, 1, 0], [2, 1, 0], [1, 2, 0]]
+    assert hlo_layout_indices(raw)[:, :3].tolist() == [[2, 1, 0], [2, 1, 0], [1, 2, 0]]
 
 
 def test_log_elements():
@@ -53,7 +53,7 @@ def test_effective_configs_replace_default_blocks():
     eff, is_default = effective_configs(configs, t.default_blocks)
     assert is_default.tolist() == [[[True, True, True]]]
     assert eff[0, 0, :2].tolist() == [2, 1] and eff[0, 0, 12:14].tolist() == [1, 2]
-    assert block_codes(torch.tensor([[0] * 6, [2, 1, 0, 0, 0, 0]])).tolist() == [0, 2 + 7]
+    assert index_block_codes(torch.tensor([[0] * 6, [2, 1, 0, 0, 0, 0]])).tolist() == [0, 2 + 7]
 
 
 def test_mismatch_features_by_hand():
