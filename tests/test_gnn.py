@@ -1,4 +1,4 @@
-"""The train_gnn stage end to end on a tiny hand-built collection, single process and DDP (2 CPU processes, gloo)."""
+"""The gnn stage end to end on a tiny hand-built collection, single process and DDP (2 CPU processes, gloo)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import pytest
 import torch
 from pruned_graphs import make_layout_graph, make_tile_graph
 
-from pipeline import gnn as train_gnn
+from pipeline import gnn as gnn_stage
 from pipeline.config import compose, repo_root
 from pipeline.graphnet.checkpoint import load_model
 from pipeline.graphnet.model import ModelSpec
@@ -104,7 +104,7 @@ def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse(slug)
     write_collection(tmp_path, collection)
-    train_gnn.main(["--collection", slug, *overrides(tmp_path)])
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
     check_outputs(tmp_path, collection, world_size=1)
     # no stray temp files among the outputs
     assert not [p for p in tmp_path.rglob("*.tmp*")]
@@ -115,7 +115,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse("layout-nlp-default")
     write_collection(tmp_path, collection)
-    train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
+    gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
     state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
@@ -126,7 +126,7 @@ def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
     collection = Collection.parse("layout-nlp-default")
     write_collection(tmp_path, collection)
     with pytest.raises(ValueError, match="gnn.norm=layer or none"):
-        train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
+        gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
 
 
 def settings_for(gnn, slug: str) -> TrainSettings:
