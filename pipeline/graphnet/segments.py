@@ -51,7 +51,7 @@ def _near_equal(start: int, stop: int, size: int) -> list[int]:
     return [int(round(x)) for x in np.linspace(start, stop, parts + 1)[1:-1]]
 
 
-def segment_bounds(n_nodes: int, segment_size: int, segmentation: str = "contiguous",
+def segment_bounds(n_nodes: int, segment_size: int, segmentation: str,
                    node_splits: np.ndarray | None = None, node_ids: np.ndarray | None = None) -> np.ndarray:
     """Boundaries of the segments: int64 [segments + 1], 0 first, n_nodes last, every block <= segment_size.
 
@@ -94,7 +94,7 @@ def _merge_pieces(pieces: np.ndarray, segment_size: int) -> list[int]:
     return cuts
 
 
-def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, segmentation: str = "contiguous") -> list[Segment]:
+def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, segmentation: str) -> list[Segment]:
     """The segments of a layout graph with their halos (`halo_hops` = model layers + 1), in node order."""
     if graph.node_config_ids is None:
         raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: GST segments need a layout graph "

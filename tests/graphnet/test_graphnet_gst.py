@@ -59,7 +59,7 @@ def test_check_model_names_what_gst_needs():
 def test_table_is_updated_only_for_trained_segments():
     graph = long_graph()
     model = layout_model().eval()
-    segments = build_segments(graph, 8, model.spec.layers + 1)
+    segments = build_segments(graph, 8, model.spec.layers + 1, "contiguous")
     rows = np.array([0, 3, 5, 6])
     configs = config_batch("layout", graph, rows)
     table = HistoricalTable()
@@ -86,7 +86,7 @@ def test_table_is_updated_only_for_trained_segments():
 def test_a_new_batch_initialises_the_table_then_only_trained_segments_change():
     graph = long_graph()
     model = layout_model()
-    segments = build_segments(graph, 8, model.spec.layers + 1)
+    segments = build_segments(graph, 8, model.spec.layers + 1, "contiguous")
     table = HistoricalTable()
     rows = np.arange(5)
     configs = config_batch("layout", graph, rows)
@@ -117,12 +117,12 @@ def test_all_segments_without_dropout_equal_whole_graph_training():
     rows = np.arange(graph.n_kept)
     configs, target = config_batch("layout", graph, rows), runtimes(graph, rows)
     whole_model, gst_model = layout_model(), layout_model()
-    whole = ranking_loss("pairwise_hinge", whole_model(graph_tensors(graph), configs), target, 0.1)
+    whole = ranking_loss("pairwise_hinge", whole_model(graph_tensors(graph), configs), target, 0.1, 0.0)
     whole.backward()
-    segments = build_segments(graph, 7, gst_model.spec.layers + 1)
+    segments = build_segments(graph, 7, gst_model.spec.layers + 1, "contiguous")
     scores = gst_scores(gst_model, graph, segments, HistoricalTable(), rows, configs,
                         settings(stale_dropout=0.0), np.random.default_rng(0), trained=range(len(segments)))
-    loss = ranking_loss("pairwise_hinge", scores, target, 0.1)
+    loss = ranking_loss("pairwise_hinge", scores, target, 0.1, 0.0)
     loss.backward()
     torch.testing.assert_close(loss, whole, rtol=1e-5, atol=1e-6)
     for (name, a), b in zip(whole_model.named_parameters(), gst_model.parameters()):
@@ -134,8 +134,10 @@ def test_segmented_inference_does_not_depend_on_segment_size():
     model = layout_model().eval()
     configs = config_batch("layout", graph, np.arange(graph.n_kept))
     with torch.no_grad():
-        small = segmented_scores(model, build_segments(graph, 4, model.spec.layers + 1), configs, graph.n_nodes)
-        large = segmented_scores(model, build_segments(graph, 30, model.spec.layers + 1), configs, graph.n_nodes)
+        small = segmented_scores(model, build_segments(graph, 4, model.spec.layers + 1, "contiguous"), configs,
+                                 graph.n_nodes)
+        large = segmented_scores(model, build_segments(graph, 30, model.spec.layers + 1, "contiguous"), configs,
+                                 graph.n_nodes)
     torch.testing.assert_close(small, large, rtol=1e-5, atol=1e-4)
 
 

@@ -30,11 +30,11 @@ def test_one_step_lowers_the_loss(kind, loss):
     g, rows = graph_tensors(graph), np.arange(16)
     configs, target = config_batch(kind, graph, rows), runtimes(graph, rows)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    before = ranking_loss(loss, model(g, configs), target, 0.1)
+    before = ranking_loss(loss, model(g, configs), target, 0.1, 0.0)
     before.backward()
     opt.step()
     with torch.no_grad():
-        after = ranking_loss(loss, model(g, configs), target, 0.1)
+        after = ranking_loss(loss, model(g, configs), target, 0.1, 0.0)
     assert after.item() < before.item()
 
 
