@@ -29,7 +29,8 @@ def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> to
         (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
     """
     n_configs, n_nodes, _ = configs.shape
-    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, nodes, 3, 6], -1 = none
+    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)
+    # order: [configs, nodes, 3, 6] dimension indices, -1 = none
     dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
     sizes = torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)            # [configs, nodes, 3, 6]
     minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]

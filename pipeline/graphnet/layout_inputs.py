@@ -70,7 +70,8 @@ def mismatch_features(configs: torch.Tensor, is_default: torch.Tensor, graph) ->
         graph: GraphTensors with hlo_code, node_config_ids, edge_slot, log_elements.
     """
     n_configs = configs.shape[0]
-    codes = index_block_codes(configs.reshape(n_configs, configs.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS))  # [configs, cfg, 3]
+    blocks = configs.reshape(n_configs, configs.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, cfg, 3, 6]
+    codes = index_block_codes(blocks)                                            # [configs, cfg, 3]
     produced = graph.hlo_code.unsqueeze(0).expand(n_configs, -1).clone()        # [configs, nodes]
     produced[:, graph.node_config_ids] = codes[:, :, 0]
     expected = graph.hlo_code[graph.producer].unsqueeze(0).expand(n_configs, -1).clone()  # [configs, edges]

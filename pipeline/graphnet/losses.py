@@ -1,6 +1,7 @@
 """Ranking losses over the configs of one graph. Convention: lower score = predicted faster.
 
-Element-wise losses lost badly in the competition (docs/solutions.md, "Ranking losses only"); both losses here only see the order.
+Element-wise losses lost badly in the competition (docs/solutions.md, "Ranking losses only"); both losses here
+only see the order.
 """
 from __future__ import annotations
 

@@ -100,8 +100,8 @@ def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, segmen
         raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: GST segments need a layout graph "
                          "(node_config_ids missing)")
     if segmentation == "node_splits" and graph.node_splits is None:
-        raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: node_splits missing, so gst.segmentation=node_splits "
-                         "cannot cut it; use gst.segmentation=contiguous")
+        raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: node_splits missing, so "
+                         "gst.segmentation=node_splits cannot cut it; use gst.segmentation=contiguous")
     bounds = segment_bounds(graph.n_nodes, segment_size, segmentation, graph.node_splits, graph.node_ids)
     edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)     # [edges, (consumer, producer)]
     config_ids = np.asarray(graph.node_config_ids, dtype=np.int64)

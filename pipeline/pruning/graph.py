@@ -2,9 +2,9 @@
 
 Per graph: load and validate (`tpugraphs.load_graph`); keep the configurable nodes' k-hop subgraph (layout;
 tile graphs stay whole); re-pad `node_feat` (and tile `config_feat`) with `pad_value`; de-duplicate the
-configurations on the labelled splits, train and valid (test rows stay as they are, in order); compute the target runtimes (layout:
-`config_runtime`; tile: `config_runtime / config_runtime_normalizers`; test: zeros, nothing divides by test
-normalizers). Layout `node_config_feat` is streamed chunk by chunk straight into its `.npy`, so memory is one chunk
+configurations on the labelled splits, train and valid (test rows stay as they are, in order); compute the target
+runtimes (layout: `config_runtime`; tile: `config_runtime / config_runtime_normalizers`; test: zeros, nothing
+divides by test normalizers). Layout `node_config_feat` is streamed chunk by chunk straight into its `.npy`, so memory is one chunk
 plus O(configs), whatever the file size.
 
 `node_feat` is written provisionally equal to `node_feat_raw`; the stage overwrites it with the normalised

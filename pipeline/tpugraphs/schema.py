@@ -83,7 +83,7 @@ SHAPE_COLUMNS = node_feat_slice("shape_dimensions")          # 21..26: output di
 LAYOUT_COLUMNS = node_feat_slice("layout_minor_to_major")    # 134..139: the node's HLO layout, minor dim first
 
 # ----------------------------------------------------------------------------------------------- config features
-CONFIG_FEAT_BLOCKS = ("kernel_bounds", "output_bounds", "input_bounds")   # tile config_feat: 3 blocks of 6 + sum, product
+CONFIG_FEAT_BLOCKS = ("kernel_bounds", "output_bounds", "input_bounds")   # tile config_feat: 3 x (6 dims, sum, product)
 CONFIG_FEAT_NAMES: tuple[str, ...] = tuple(name for block in CONFIG_FEAT_BLOCKS for name in _seq(block, MAX_DIMS))
 CONFIG_FEAT_DIM = len(CONFIG_FEAT_NAMES)        # 24
 CONFIG_FEAT_COLUMN = {name: i for i, name in enumerate(CONFIG_FEAT_NAMES)}

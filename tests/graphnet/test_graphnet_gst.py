@@ -147,8 +147,8 @@ def _fit_gst(tmp_path, gnn, max_epochs=None, gst=None):
     spec = ModelSpec.from_cfg("layout", train[0].node_feat.shape[1], gnn)
     torch.manual_seed(0)
     model = build_model(spec)
-    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None), gst or settings(finetune_epochs=1),
-               seed=5, checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
+    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None),
+               gst or settings(finetune_epochs=1), seed=5, checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 
 def test_gst_fit_resumes_exactly_with_its_table(tmp_path):

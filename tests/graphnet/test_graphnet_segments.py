@@ -56,7 +56,7 @@ def test_segment_sees_only_its_configurable_columns():
     first = segments[0]                                                         # nodes 0..4 + 1 hop: 0..5, and 7
     assert first.config_columns.tolist() == [0] and first.config_dependent
     assert torch.equal(segment_configs(configs, first), configs[:, :1])
-    free = build_segments(long_graph(n_nodes=40), 1, halo_hops=0, segmentation="contiguous")[0]            # node 0 alone: not configurable
+    free = build_segments(long_graph(n_nodes=40), 1, halo_hops=0, segmentation="contiguous")[0]   # node 0 alone: not configurable
     assert not free.config_dependent and segment_configs(configs, free).shape == (1, 0, 18)
 
 
