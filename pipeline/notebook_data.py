@@ -24,7 +24,7 @@ import pandas as pd
 
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
-from pipeline.scoring.evaluate import per_graph_file, scatter_file
+from pipeline.scoring.evaluate import metrics_file, per_graph_file, scatter_file
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
                              load_pruned_graph, read_index)
 
@@ -168,7 +168,7 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
     rows, missing = [], []
     for model, stage in models.items():
         for slug in slugs:
-            path = Path(metrics_dir) / stage / f"{slug}.json"
+            path = metrics_file(metrics_dir, stage, slug)
             if not path.exists():
                 missing.append(path)
                 continue
@@ -243,7 +243,7 @@ def ensemble_weights(metrics_dir: str | Path, slugs: Sequence[str]) -> Found:
     """Ensemble members per collection: collection, member, weight, valid_score (the member's own)."""
     rows, missing = [], []
     for slug in slugs:
-        path = Path(metrics_dir) / MODEL_STAGES["ensemble"] / f"{slug}.json"
+        path = metrics_file(metrics_dir, MODEL_STAGES["ensemble"], slug)
         if not path.exists():
             missing.append(path)
             continue

@@ -56,8 +56,9 @@ def load_truth(cfg: DictConfig, collection: Collection, split: str) -> dict[str,
     return truth
 
 
-def metrics_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
-    return Path(cfg.paths.metrics_dir) / stage / f"{collection.slug}.json"
+def metrics_file(metrics_dir: str | Path, stage: str, slug: str) -> Path:
+    """`<metrics_dir>/<stage>/<slug>.json`: the collection scores of one stage (`dvc metrics`)."""
+    return Path(metrics_dir) / stage / f"{slug}.json"
 
 
 def per_graph_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
@@ -68,10 +69,6 @@ def per_graph_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
 def scatter_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
     """`<plots_dir>/<stage>/<slug>_scatter.csv`: predicted vs true rank of sampled valid configurations."""
     return Path(plots_dir) / stage / f"{slug}_scatter.csv"
-
-
-def per_graph_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
-    return per_graph_file(cfg.paths.plots_dir, stage, collection.slug)
 
 
 def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per_graph: int) -> pd.DataFrame:
@@ -107,7 +104,7 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
         if split == "valid":
             scatter = rank_scatter(preds, truth, cfg.evaluation.scatter_points_per_graph)
             write_csv(scatter, scatter_file(cfg.paths.plots_dir, stage, collection.slug))
-    write_json(result, metrics_path(cfg, stage, collection))
-    write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_path(cfg, stage, collection))
+    write_json(result, metrics_file(cfg.paths.metrics_dir, stage, collection.slug))
+    write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_file(cfg.paths.plots_dir, stage, collection.slug))
     result["per_graph"] = rows
     return result
