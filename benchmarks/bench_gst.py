@@ -63,9 +63,9 @@ def _gst_case(args: tuple) -> dict:
     for _ in range(visits):
         tic = time.perf_counter()
         opt.zero_grad()
-        rows = trainer.sample(graph, k, rng)
-        scores = trainer.scores(graph, rows, config_batch("layout", graph, rows), rng)
-        loss = ranking_loss(str(gnn.loss), scores, runtimes(graph, rows), float(gnn.margin), float(gnn.min_gap))
+        visit = trainer.sample(graph, k, rng)
+        scores = trainer.scores(graph, visit, config_batch("layout", graph, visit.rows), rng)
+        loss = ranking_loss(str(gnn.loss), scores, runtimes(graph, visit.rows), float(gnn.margin), float(gnn.min_gap))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - tic)

@@ -4,7 +4,7 @@
         [--collections layout-xla-default layout-nlp-default]
 
 Synthesizes the preset's chosen collections into a temp folder, prunes each twice (prune.hops from conf for the
-pruned mode, prune.hops=all for GST), then runs stage train_gnn (`python -m pipeline.gnn`, a fresh process
+pruned mode, prune.hops=all for GST), then runs stage gnn (`python -m pipeline.gnn`, a fresh process
 each) for every collection, seed and mode:
 - pruned: the default gnn config (instance norm) on the pruned graphs;
 - pruned, layer norm: the same with gnn.norm=layer (GST's normalisation), to separate the two effects;
@@ -64,13 +64,13 @@ def main(argv=None) -> None:
                                    f"paths.pruned_dir={work / folder}", f"paths.models_dir={out / 'models'}",
                                    f"paths.predictions_dir={out / 'predictions'}", f"paths.metrics_dir={out / 'metrics'}",
                                    f"paths.plots_dir={out / 'plots'}", "wandb.mode=disabled", *extra])
-                    metrics = json.loads((out / "metrics" / "train_gnn" / f"{collection}.json").read_text())
+                    metrics = json.loads((out / "metrics" / "gnn" / f"{collection}.json").read_text())
                     rows.append({"collection": collection, "mode": mode, "seed": seed, "seconds": seconds,
                                  "valid": metrics["valid"]["score"], "test": metrics["test"]["score"]})
                     print(rows[-1], flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    lines = [f"GST vs pruned (`benchmarks/bench_gst_accuracy.py`): stage train_gnn on the `{args.preset}` preset, "
+    lines = [f"GST vs pruned (`benchmarks/bench_gst_accuracy.py`): stage gnn on the `{args.preset}` preset, "
              f"seeds {args.seeds}; collection scores (Kendall tau) on valid and test, mean ± population std over the "
              "seeds; seconds = stage wall time (2 CPU threads).", "",
              "| collection | mode | valid (mean ± std) | test (mean ± std) | seconds (mean) | valid per seed |",

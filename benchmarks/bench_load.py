@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pipeline.tpugraphs.npz import NpzWriter, member_memmap  # noqa: E402
-from pipeline.tpugraphs.dataset import NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, load_graph, validate_node_config_feat  # noqa: E402
+from pipeline.tpugraphs.dataset import load_graph, validate_node_config_feat  # noqa: E402
+from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM  # noqa: E402
 
 COLLECTION = "layout:xla:random"
 WRITE_CHUNK_CONFIGS = 500

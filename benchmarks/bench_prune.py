@@ -29,7 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pipeline.tpugraphs.dataset import COLLECTIONS, SPLITS, Collection  # noqa: E402
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection  # noqa: E402
+from pipeline.tpugraphs.schema import SPLITS  # noqa: E402
 
 MEMORY_COLLECTION = "layout:xla:random"
 MIB = 1024.0     # ru_maxrss is in KiB on Linux

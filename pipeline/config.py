@@ -10,9 +10,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
+
+from pipeline.files import write_text
 
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
@@ -72,12 +75,23 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     return args, load_cfg(overrides)
 
 
+def by_search(value, key: str, kind: str, search: str | None):
+    """A setting given once, or as a mapping by search (`random` / `default`) with a `tile` entry for tile graphs.
+
+    `key` names the setting in messages (e.g. "gnn.lr"); `kind` and `search` are the collection's.
+    """
+    if not isinstance(value, Mapping):
+        return value
+    entry = "tile" if kind == "tile" else search
+    if entry not in value:
+        raise ValueError(f"{key} has no entry {entry!r} for a {kind} graph of search {search!r}; "
+                         f"found {list(value)}")
+    return value[entry]
+
+
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
     """Write cfg to params.yaml the way DVC's Hydra integration does (resolved, no comments)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    tmp.replace(path)
+    write_text(OmegaConf.to_yaml(cfg, resolve=True), path)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

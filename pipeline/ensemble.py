@@ -22,8 +22,8 @@ from pipeline.config import stage_args
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
-SPLITS = ("valid", "test")
 
 
 def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
@@ -70,12 +70,12 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     started = time.perf_counter()
     names = list(cfg.ensemble.members)
     preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
-                     for m in names] for split in SPLITS}
+                     for m in names] for split in PREDICTED_SPLITS}
     truth = load_truth(cfg, collection, "valid")
     member_scores = {m: metrics.score_predictions(collection.kind, p, truth)["score"]
                      for m, p in zip(names, preds["valid"])}
     weights, _ = choose_weights(collection.kind, preds["valid"], truth, cfg.ensemble.grid_step, cfg.ensemble.normalize)
-    blended = {split: blend(preds[split], weights, cfg.ensemble.normalize) for split in SPLITS}
+    blended = {split: blend(preds[split], weights, cfg.ensemble.normalize) for split in PREDICTED_SPLITS}
     for split, split_preds in blended.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, "ensemble", collection.slug, split))
     extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores,
@@ -83,7 +83,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra)
     with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
         wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores,
-                                  **{f"{s}/score": result[s]["score"] for s in SPLITS if s in result}})
+                                  **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return result
 
 

@@ -13,7 +13,6 @@ Outputs (rank 0, each written atomically):
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -23,43 +22,34 @@ import torch
 from omegaconf import DictConfig
 
 from pipeline.config import stage_args
+from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
-from pipeline.graphnet.gst import MODES, GSTSettings, SegmentCache
-from pipeline.graphnet.infer import predict_graphs
-from pipeline.graphnet.model import ModelSpec, build_model, by_search
-from pipeline.graphnet.train_loop import FitResult, fit, pick_device
+from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
+from pipeline.graphnet.infer import InferSettings, predict_graphs
+from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 STAGE = "gnn"
 MODEL = "gnn"
-PREDICTED_SPLITS = ("valid", "test")
 CURVE_FILE = "curve.csv"
-
-
-def by_collection(gnn: DictConfig, key: str, collection: Collection):
-    """gnn.<key>: one value, or a mapping by search (`random`/`default`) with `tile` for tile."""
-    return by_search(gnn[key], key, collection.kind, collection.search)
-
-
-def configs_per_graph(gnn: DictConfig, collection: Collection) -> int:
-    """gnn.configs_per_graph: one number, or a mapping by search (`random`/`default`) with `tile` for tile."""
-    return int(by_collection(gnn, "configs_per_graph", collection))
 
 
 def gst_settings(gnn: DictConfig, collection: Collection) -> GSTSettings | None:
     """The GST settings when gnn.mode=gst and the collection is a layout one (tile graphs train whole), else None."""
-    mode = str(gnn.get("mode", "pruned"))
-    if mode not in MODES:
-        raise ValueError(f"gnn.mode={mode!r}; expected one of {MODES}")
+    mode = str(gnn.mode)
+    if mode not in TRAINING_MODES:
+        raise ValueError(f"gnn.mode={mode!r}; expected one of {TRAINING_MODES}")
     if mode != "gst" or collection.kind != "layout":
         return None
     return GSTSettings.from_cfg(gnn.gst)
 
 
-def load_split(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
+def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
     """The memory-mapped pruned graphs of one split."""
     return list(iter_split(cfg.paths.pruned_dir, collection.slug, split))
 
@@ -71,11 +61,8 @@ def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
 
 def write_curve(curve: list[dict], path: Path) -> None:
     """The training curve for `dvc plots` (atomic)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pd.DataFrame(curve, columns=["epoch", "loss", "valid_score", "lr", "train_seconds", "configs_per_second"]) \
-        .to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_csv(pd.DataFrame(curve, columns=["epoch", "loss", "valid_score", "lr", "train_seconds",
+                                           "configs_per_second"]), path)
 
 
 def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = DistInfo(),
@@ -87,7 +74,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     if device.type == "cuda":
         torch.cuda.set_device(info.local_rank)
         device = torch.device("cuda", info.local_rank)
-    train, valid = load_split(cfg, collection, "train"), load_split(cfg, collection, "valid")
+    train, valid = pruned_graphs(cfg, collection, "train"), pruned_graphs(cfg, collection, "valid")
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
     spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn, collection.search)
@@ -109,9 +96,9 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
         if run is not None:
             run.log(row, step=row["epoch"])
 
-    result = fit(wrapped, spec, collection.kind, train, valid, gnn, configs_per_graph(gnn, collection), int(cfg.seed),
-                 model_dir / ckpt.CHECKPOINT_FILE, device, info, on_epoch, max_epochs,
-                 lr=float(by_collection(gnn, "lr", collection)), gst=gst)
+    settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
+    result = fit(wrapped, spec, train, valid, settings, gst, int(cfg.seed), model_dir / ckpt.CHECKPOINT_FILE, device,
+                 info, on_epoch, max_epochs)
     best = build_model(spec)
     best.load_state_dict(result.best_state)
     if info.is_main:
@@ -130,11 +117,11 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     device = pick_device(str(gnn.device))
     if device.type == "cuda":
         device = torch.device("cuda", info.local_rank)
-    graphs = load_split(cfg, collection, split)
+    graphs = pruned_graphs(cfg, collection, split)
     gst = gst_settings(gnn, collection)
     segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
-    mine = predict_graphs(model.to(device), collection.kind, graphs[info.rank::info.world], int(gnn.infer_batch),
-                          int(gnn.tta), int(cfg.seed), device, bool(gnn.amp), progress=info.is_main,
+    mine = predict_graphs(model.to(device), collection.kind, graphs[info.rank::info.world],
+                          InferSettings.from_cfg(gnn), int(cfg.seed), device, progress=info.is_main,
                           segments=segments)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):

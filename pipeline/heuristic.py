@@ -22,11 +22,11 @@ from tqdm import tqdm
 from pipeline.config import stage_args
 from pipeline.scoring.evaluate import evaluate_and_write
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.tpugraphs.dataset import NODE_CONFIG_FEAT_DIM, Collection, Graph, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.dataset import Collection, Graph, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_COLUMN, LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS,
+                                       PREDICTED_SPLITS)
 
-LAYOUT_BLOCK = 6                 # node_config_feat = 3 tensors (output, input, kernel) x 6 dims
-OUTPUT_BOUNDS_PRODUCT = 15       # config_feat column: output_bounds_product
-PREDICTED_SPLITS = ("valid", "test")
+OUTPUT_BOUNDS_PRODUCT = CONFIG_FEAT_COLUMN["output_bounds_product"]
 
 
 def default_block_counts(node_config_feat: np.ndarray) -> np.ndarray:
@@ -38,8 +38,8 @@ def default_block_counts(node_config_feat: np.ndarray) -> np.ndarray:
         [configs] int64.
     """
     configs, nodes, _ = node_config_feat.shape
-    blocks = node_config_feat.reshape(configs, nodes * NODE_CONFIG_FEAT_DIM // LAYOUT_BLOCK, LAYOUT_BLOCK)  # [configs, blocks, 6]
-    return np.all(blocks == -1, axis=2).sum(axis=1).astype(np.int64)
+    blocks = node_config_feat.reshape(configs, nodes * len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, blocks, 6]
+    return np.all(blocks == LAYOUT_VALUE_MIN, axis=2).sum(axis=1).astype(np.int64)
 
 
 def layout_scores(graph: Graph, chunk_size: int) -> np.ndarray:

@@ -26,14 +26,15 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.config import stage_args
+from pipeline.files import atomic_path, write_csv
 from pipeline.features.table import FeatureSpec, GraphFeaturizer
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.pruned import PrunedGraph, iter_split
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 MODEL = "lgbm"
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
 LIGHTGBM_DEFAULT_GRADES = 31        # length of LightGBM's default label_gain
-PREDICTED_SPLITS = ("valid", "test")
 
 
 def relevance_labels(runtime: np.ndarray, grades: int) -> np.ndarray:
@@ -185,20 +186,16 @@ def write_importance(table: pd.DataFrame, csv_path: Path, png_path: Path, top: i
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, csv_path)
+    write_csv(table, csv_path)
     shown = table.head(top).iloc[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.25 * len(shown) + 1.2))
     ax.barh(shown["feature"], shown["gain"])
     ax.set_xlabel("total gain")
     ax.set_title(title)
     fig.tight_layout()
-    tmp = png_path.with_name(png_path.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=100)
+    with atomic_path(png_path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
-    os.replace(tmp, png_path)
 
 
 def run(cfg: DictConfig, collection) -> dict:
@@ -218,9 +215,8 @@ def run(cfg: DictConfig, collection) -> dict:
     fit_seconds = time.perf_counter() - started
 
     model_path = Path(cfg.paths.models_dir) / MODEL / slug / "model.txt"
-    model_path.parent.mkdir(parents=True, exist_ok=True)
-    booster.save_model(str(model_path) + ".tmp", num_iteration=booster.best_iteration or None)
-    os.replace(str(model_path) + ".tmp", model_path)
+    with atomic_path(model_path) as tmp:
+        booster.save_model(str(tmp), num_iteration=booster.best_iteration or None)
     plots = Path(cfg.paths.plots_dir) / MODEL / slug
     importance = importance_table(booster)
     write_importance(importance, plots / "importance.csv", plots / "importance.png", int(lgbm.importance_top),

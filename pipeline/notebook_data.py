@@ -23,14 +23,13 @@ import numpy as np
 import pandas as pd
 
 from pipeline.predictions import load_predictions, predictions_path
-from pipeline.scoring.evaluate import per_graph_file, scatter_file
+from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
+from pipeline.scoring.evaluate import metrics_file, per_graph_file, scatter_file
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
                              load_pruned_graph, read_index)
 
 MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "lgbm", "gnn": "gnn",
                                 "ensemble": "ensemble"}   # model (predictions folder) -> stage writing its metrics
-SCORED_SPLITS = ("valid", "test")
-LABELLED_SPLITS = ("train", "valid")   # splits whose runtimes are known on real data
 GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
 LGBM_IMPORTANCE = ("lgbm", "importance.csv")
 SUBMIT_METRICS = "submit.json"
@@ -169,12 +168,12 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
     rows, missing = [], []
     for model, stage in models.items():
         for slug in slugs:
-            path = Path(metrics_dir) / stage / f"{slug}.json"
+            path = metrics_file(metrics_dir, stage, slug)
             if not path.exists():
                 missing.append(path)
                 continue
             result = read_json(path)
-            for split in SCORED_SPLITS:
+            for split in PREDICTED_SPLITS:
                 if split in result:
                     if not isinstance(result[split], dict) or "score" not in result[split]:
                         raise ValueError(f"{path}: key {split!r} expected {{'score', 'graphs'}}, "
@@ -203,7 +202,7 @@ def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, 
 
 
 def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models: Sequence[str] = tuple(MODEL_STAGES),
-                      splits: Sequence[str] = SCORED_SPLITS) -> Found:
+                      splits: Sequence[str] = PREDICTED_SPLITS) -> Found:
     """What each model predicted: collection, model, split, graphs, configs (scores in the predictions file)."""
     rows, missing = [], []
     for model in models:
@@ -219,7 +218,7 @@ def prediction_counts(predictions_dir: str | Path, slugs: Sequence[str], models:
     return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "graphs", "configs"]), missing
 
 
-def rank_scatter(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
+def rank_scatter_points(plots_dir: str | Path, slugs: Sequence[str], model: str = "ensemble") -> Found:
     """Predicted vs true rank of sampled valid configurations of one model (`<slug>_scatter.csv`)."""
     stage = MODEL_STAGES.get(model, model)
     return _per_collection({s: scatter_file(plots_dir, stage, s) for s in slugs},
@@ -244,7 +243,7 @@ def ensemble_weights(metrics_dir: str | Path, slugs: Sequence[str]) -> Found:
     """Ensemble members per collection: collection, member, weight, valid_score (the member's own)."""
     rows, missing = [], []
     for slug in slugs:
-        path = Path(metrics_dir) / MODEL_STAGES["ensemble"] / f"{slug}.json"
+        path = metrics_file(metrics_dir, MODEL_STAGES["ensemble"], slug)
         if not path.exists():
             missing.append(path)
             continue

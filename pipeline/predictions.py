@@ -9,12 +9,13 @@ graph g's scores are `scores[offsets[g]:offsets[g+1]]`, indexed by the original 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
 import numpy as np
+
+from pipeline.files import atomic_path
 
 
 @dataclass
@@ -60,15 +61,12 @@ def predictions_path(predictions_dir: str | Path, model: str, collection_slug: s
 
 def save_predictions(preds: Predictions, path: str | Path) -> None:
     """Write atomically (temp file + rename), so a crash never leaves a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     graph_ids = list(preds)
     lengths = [len(preds[g]) for g in graph_ids]
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # [graphs + 1]
     scores = np.concatenate([preds[g] for g in graph_ids]) if graph_ids else np.zeros(0)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, graph_id=np.array(graph_ids, dtype=np.str_), offsets=offsets, scores=scores.astype(np.float64))
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, graph_id=np.array(graph_ids, dtype=np.str_), offsets=offsets, scores=scores.astype(np.float64))
 
 
 def load_predictions(path: str | Path) -> Predictions:

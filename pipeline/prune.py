@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import resource
-import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -23,12 +21,13 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pipeline.config import stage_args
+from pipeline.files import atomic_path, write_json
 from pipeline.pruning.dedup import DEDUP_MODES
-from pipeline.scoring.evaluate import write_json
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
-from pipeline.tpugraphs.dataset import SPLITS, Collection, graph_paths, npz_root
+from pipeline.tpugraphs.dataset import Collection, graph_paths, npz_root
+from pipeline.tpugraphs.schema import SPLITS
 
 
 
@@ -96,7 +95,7 @@ def _peak_rss_mb() -> float:
     return round(peak / 1024, 1)
 
 
-def summarize(rows: list[dict]) -> dict:
+def split_totals(rows: list[dict]) -> dict:
     """Totals of the index rows per split (graphs and COUNT_COLUMNS)."""
     out = {}
     for split in SPLITS:
@@ -117,10 +116,8 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
     collection = Collection.parse(collection)
     root = npz_root(root)
     out = collection_dir(pruned_dir, collection.slug)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     graph_params = params.graph_params()
-    try:
+    with atomic_path(out) as tmp:
         tasks = []
         for split in SPLITS:
             (tmp / split).mkdir(parents=True)
@@ -147,17 +144,12 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         report = {"collection": collection.name, "source": collection.subdir.as_posix(),
                   "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
                              "pad_value": params.pad_value, "dedup": params.dedup},
-                  "splits": summarize(rows), "skipped": skipped,
+                  "splits": split_totals(rows), "skipped": skipped,
                   "node_feat_columns": len(normalizer.columns)}
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.
         (tmp / REPORT_FILE).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
         report.update(wall_s=round(time.perf_counter() - started, 3), peak_rss_mb=_peak_rss_mb())
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return report
 
 

@@ -11,13 +11,13 @@ original config j, so `scores_original = scores_kept[config_inverse]` gives one 
 """
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from pipeline.files import atomic_path, write_csv
 
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
                  "configs", "configs_dedup"]
@@ -72,16 +72,12 @@ def graph_dir(pruned_dir: str | Path, collection_slug: str, split: str, graph_id
 
 def save_pruned_graph(graph: PrunedGraph, folder: str | Path) -> None:
     """Write every array of `graph` as `<folder>/<name>.npy` (written to a temp folder, then renamed)."""
-    folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in fields(graph):
-        value = getattr(graph, f.name)
-        if isinstance(value, np.ndarray):
-            np.save(tmp / f"{f.name}.npy", value)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
+    with atomic_path(folder) as tmp:
+        tmp.mkdir()
+        for f in fields(graph):
+            value = getattr(graph, f.name)
+            if isinstance(value, np.ndarray):
+                np.save(tmp / f"{f.name}.npy", value)
 
 
 def load_pruned_graph(folder: str | Path, mmap: bool = True) -> PrunedGraph:
@@ -103,10 +99,7 @@ def load_pruned_graph(folder: str | Path, mmap: bool = True) -> PrunedGraph:
 def write_index(rows: list[dict], path: str | Path) -> pd.DataFrame:
     """Write the per-collection index table atomically; rows need every column of INDEX_COLUMNS."""
     table = pd.DataFrame(rows, columns=INDEX_COLUMNS).sort_values(["split", "graph_id"], kind="stable")
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_csv(table, path)
     return table.reset_index(drop=True)
 
 

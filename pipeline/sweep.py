@@ -21,6 +21,7 @@ import pandas as pd
 
 from pipeline.config import CONF_DIR, compose, repo_root
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 STAGES = ("heuristic", "lgbm", "gnn", "ensemble")
 OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
@@ -32,14 +33,14 @@ def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> P
     return Path(compose(fixed).paths.multirun_dir) / f"{stage}-{collection.slug}"
 
 
-def summarize(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
+def job_scores(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
     """One row per job: its overrides and the valid (and test) score from its metrics file."""
     rows = []
     for job in sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
         overrides = (job / ".hydra" / "overrides.yaml").read_text().strip().replace("\n", " ")
         result = json.loads((job / "metrics" / stage / f"{collection.slug}.json").read_text())
         rows.append({"job": int(job.name), "overrides": overrides,
-                     **{f"{s}_score": result[s]["score"] for s in ("valid", "test") if s in result}})
+                     **{f"{s}_score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return pd.DataFrame(rows)
 
 
@@ -66,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     sys.argv = [f"{__package__}.sweep", "--multirun", *overrides, f"hydra.sweep.dir={folder}",
                 "hydra.sweep.subdir=${hydra.job.num}", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
     job()
-    table = summarize(folder, args.stage, collection)
+    table = job_scores(folder, args.stage, collection)
     table.to_csv(folder / "summary.csv", index=False)
     print(table.to_string(index=False))
     return table

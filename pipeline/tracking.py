@@ -14,7 +14,7 @@ from typing import Iterator
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-MODES = ("offline", "online", "disabled")
+WANDB_MODES = ("offline", "online", "disabled")
 
 
 def run_name(stage: str, collection: str | None) -> tuple[str, str]:
@@ -31,8 +31,8 @@ def start_run(cfg: DictConfig, stage: str, collection: str | None = None) -> Ite
     The environment variable WANDB_MODE, when set, wins over cfg.wandb.mode (tests and CI set it).
     """
     mode = os.environ.get("WANDB_MODE") or cfg.wandb.mode
-    if mode not in MODES:
-        raise ValueError(f"wandb.mode={mode!r}; expected one of {MODES}")
+    if mode not in WANDB_MODES:
+        raise ValueError(f"wandb.mode={mode!r}; expected one of {WANDB_MODES}")
     os.environ.setdefault("WANDB_SILENT", "true")
     import wandb
 

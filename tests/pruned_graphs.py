@@ -76,7 +76,8 @@ def layout_model(norm: str = "layer", seed: int = 0, **overrides):
     """A small layout model with every weight perturbed (the zero-initialised heads would score all configs 0)."""
     gnn = OmegaConf.create(dict(hidden=8, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm=norm,
                                 residual=True, cross_attention=True, attention_heads=2, effective_layout=True,
-                                edge_mismatch=True, node_reduce="sum", cross_mixer="center") | overrides)
+                                edge_mismatch=True, node_reduce="sum", cross_mixer="center", cross_pooled=True,
+                                pooled_head=True) | overrides)
     torch.manual_seed(seed)
     model = build_model(ModelSpec.from_cfg("layout", FEAT_DIM, gnn))
     with torch.no_grad():
@@ -87,7 +88,9 @@ def layout_model(norm: str = "layer", seed: int = 0, **overrides):
 
 def gnn_cfg(**overrides):
     base = dict(hidden=8, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.1, norm="instance", residual=True,
-                cross_attention=True, attention_heads=2, loss="pairwise_hinge", margin=0.1, lr=3e-3,
-                weight_decay=1e-5, warmup_frac=0.1, epochs=4, steps_per_epoch=None, graphs_per_step=2,
-                grad_clip=1.0, tta=2, infer_batch=5, valid_max_configs=6, device="cpu", amp=False, resume=False)
+                cross_attention=True, attention_heads=2, cross_mixer="gate", cross_pooled=True, effective_layout=False,
+                edge_mismatch=False, node_reduce="mean", pooled_head=True, loss="pairwise_hinge", margin=0.1,
+                min_gap=0.0, lr=3e-3, weight_decay=1e-5, warmup_frac=0.1, epochs=4, steps_per_epoch=None,
+                graphs_per_step=2, configs_per_graph=6, grad_clip=1.0, tta=2, infer_batch=5, valid_max_configs=6,
+                device="cpu", amp=False, resume=False, mode="pruned")
     return OmegaConf.create(base | overrides)

@@ -1,4 +1,4 @@
-"""The train_gnn stage end to end on a tiny hand-built collection, single process and DDP (2 CPU processes, gloo)."""
+"""The gnn stage end to end on a tiny hand-built collection, single process and DDP (2 CPU processes, gloo)."""
 from __future__ import annotations
 
 import json
@@ -13,14 +13,15 @@ import pytest
 import torch
 from pruned_graphs import make_layout_graph, make_tile_graph
 
-from pipeline import gnn as train_gnn
+from pipeline import gnn as gnn_stage
 from pipeline.config import compose, repo_root
 from pipeline.graphnet.checkpoint import load_model
+from pipeline.graphnet.model import ModelSpec
+from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.pruned import save_pruned_graph, write_index
 from pipeline.tpugraphs.dataset import Collection
-
-NODE_FEAT_COLUMNS = 140
+from pipeline.tpugraphs.schema import NODE_FEAT_DIM
 GRAPHS = {"train": 3, "valid": 2, "test": 2}
 TINY = ["gnn.hidden=8", "gnn.opcode_dim=4", "gnn.config_value_dim=2", "gnn.attention_heads=2", "gnn.epochs=2",
         "gnn.tta=2", "gnn.infer_batch=8", "gnn.num_threads=1", "gnn.device=cpu", "wandb.mode=disabled"]
@@ -29,7 +30,7 @@ TINY = ["gnn.hidden=8", "gnn.opcode_dim=4", "gnn.config_value_dim=2", "gnn.atten
 def npz_arrays(graph, kind: str) -> dict[str, np.ndarray]:
     """The official-schema file a pruned graph could have come from (identity pruning)."""
     n = graph.n_nodes
-    node_feat = np.zeros((n, NODE_FEAT_COLUMNS), np.float32)
+    node_feat = np.zeros((n, NODE_FEAT_DIM), np.float32)
     node_feat[:, :graph.node_feat.shape[1]] = graph.node_feat
     arrays = {"node_feat": node_feat, "node_opcode": graph.node_opcode.astype(np.uint8),
               "edge_index": graph.edge_index}
@@ -78,7 +79,7 @@ def overrides(root: Path) -> list[str]:
             f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}", *TINY]
 
 
-GST = ["gnn=gst", "gnn.gst.segment_size=3", "gnn.gst.finetune_epochs=1", "gnn.gst.split=node_splits"]
+GST = ["gnn=gst", "gnn.gst.segment_size=3", "gnn.gst.finetune_epochs=1", "gnn.gst.segmentation=node_splits"]
 
 
 def check_outputs(root: Path, collection: Collection, world_size: int, epochs: int = 2) -> dict:
@@ -103,7 +104,7 @@ def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse(slug)
     write_collection(tmp_path, collection)
-    train_gnn.main(["--collection", slug, *overrides(tmp_path)])
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
     check_outputs(tmp_path, collection, world_size=1)
     # no stray temp files among the outputs
     assert not [p for p in tmp_path.rglob("*.tmp*")]
@@ -114,7 +115,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse("layout-nlp-default")
     write_collection(tmp_path, collection)
-    train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
+    gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
     state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
@@ -125,27 +126,32 @@ def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
     collection = Collection.parse("layout-nlp-default")
     write_collection(tmp_path, collection)
     with pytest.raises(ValueError, match="gnn.norm=layer or none"):
-        train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
+        gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
+
+
+def settings_for(gnn, slug: str) -> TrainSettings:
+    collection = Collection.parse(slug)
+    return TrainSettings.from_cfg(gnn, collection.kind, collection.search)
 
 
 def test_configs_per_graph_by_search():
     cfg = compose(["gnn.configs_per_graph.random=32", "gnn.configs_per_graph.default=16"])
-    assert train_gnn.configs_per_graph(cfg.gnn, Collection.parse("layout-nlp-random")) == 32
-    assert train_gnn.configs_per_graph(cfg.gnn, Collection.parse("layout-nlp-default")) == 16
-    assert train_gnn.configs_per_graph(compose(["gnn.configs_per_graph=8"]).gnn, Collection.parse("tile-xla")) == 8
+    assert settings_for(cfg.gnn, "layout-nlp-random").configs_per_graph == 32
+    assert settings_for(cfg.gnn, "layout-nlp-default").configs_per_graph == 16
+    assert settings_for(compose(["gnn.configs_per_graph=8"]).gnn, "tile-xla").configs_per_graph == 8
 
 
-def test_learning_rate_by_collection_kind_or_one_number():
+def test_learning_rate_and_norm_by_collection_kind_or_one_number():
     cfg = compose(["gnn.lr.tile=0.5", "gnn.lr.default=0.25"])
-    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("tile-xla")) == 0.5
-    assert train_gnn.by_collection(cfg.gnn, "lr", Collection.parse("layout-xla-default")) == 0.25
-    assert train_gnn.by_collection(compose(["gnn.lr=0.125"]).gnn, "lr", Collection.parse("tile-xla")) == 0.125
+    assert settings_for(cfg.gnn, "tile-xla").lr == 0.5
+    assert settings_for(cfg.gnn, "layout-xla-default").lr == 0.25
+    assert settings_for(compose(["gnn.lr=0.125"]).gnn, "tile-xla").lr == 0.125
     gst = compose(["gnn=gst"]).gnn                     # the GST preset: layer norm for layout, tile keeps instance
-    assert train_gnn.by_collection(gst, "norm", Collection.parse("tile-xla")) == "instance"
-    assert train_gnn.by_collection(gst, "norm", Collection.parse("layout-nlp-random")) == "layer"
-    assert train_gnn.by_collection(compose([]).gnn, "norm", Collection.parse("tile-xla")) == "instance"
-    with pytest.raises(ValueError, match="no entry 'random'"):
-        train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
+    assert ModelSpec.from_cfg("tile", 4, gst, None).norm == "instance"
+    assert ModelSpec.from_cfg("layout", 4, gst, "random").norm == "layer"
+    assert ModelSpec.from_cfg("tile", 4, compose([]).gnn, None).norm == "instance"
+    with pytest.raises(ValueError, match="gnn.lr has no entry 'random'"):
+        settings_for(compose(["~gnn.lr.random"]).gnn, "layout-nlp-random")
 
 
 @pytest.mark.parametrize("mode", ["pruned", "gst"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline import lgbm as train_lgbm
+from pipeline import lgbm as lgbm_stage
 from pipeline.config import compose
 from pipeline.features.table import FeatureSpec
 from pipeline.predictions import load_predictions
@@ -60,25 +60,25 @@ def cfg(pruned_dir):
 
 
 def test_relevance_labels_are_runtime_quantile_grades():
-    labels = train_lgbm.relevance_labels(np.array([3.0, 1.0, 2.0, 2.0]), grades=4)
+    labels = lgbm_stage.relevance_labels(np.array([3.0, 1.0, 2.0, 2.0]), grades=4)
     assert labels.tolist() == [0, 3, 2, 2]                   # fastest highest, ties share a grade
-    labels = train_lgbm.relevance_labels(np.random.default_rng(0).random(1000), grades=31)
+    labels = lgbm_stage.relevance_labels(np.random.default_rng(0).random(1000), grades=31)
     assert labels.min() == 0 and labels.max() == 30
 
 
 def test_query_chunking_respects_the_row_limit():
     rng = np.random.default_rng(0)
     rows = np.arange(25001)
-    queries = train_lgbm.split_queries(rows, 10000, rng)
+    queries = lgbm_stage.split_queries(rows, 10000, rng)
     assert len(queries) == 3 and max(len(q) for q in queries) <= 10000
     assert np.array_equal(np.sort(np.concatenate(queries)), rows)
     with pytest.raises(ValueError, match="max_query_rows"):
-        train_lgbm.split_queries(rows, 10001, rng)
+        lgbm_stage.split_queries(rows, 10001, rng)
 
 
 def test_rank_data_queries_never_exceed_max_query_rows(cfg):
     spec = FeatureSpec.from_cfg(cfg.lgbm)
-    data = train_lgbm.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, "train"), "layout", spec,
+    data = lgbm_stage.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, "train"), "layout", spec,
                                       configs_per_graph=50, label_grades=31, max_query_rows=25,
                                       rng=np.random.default_rng(0))
     assert max(data.group) <= 25 and sum(data.group) == len(data.label) == 6 * 50
@@ -88,10 +88,10 @@ def test_rank_data_queries_never_exceed_max_query_rows(cfg):
 def train_and_predict(cfg):
     spec = FeatureSpec.from_cfg(cfg.lgbm)
     rng = np.random.default_rng(cfg.seed)
-    data = {split: train_lgbm.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
+    data = {split: lgbm_stage.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
                                               31, int(cfg.lgbm.max_query_rows), rng) for split in ("train", "valid")}
-    booster, history = train_lgbm.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", cfg.seed)
-    preds = {split: train_lgbm.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
+    booster, history = lgbm_stage.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", cfg.seed)
+    preds = {split: lgbm_stage.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
                                              spec, 1) for split in ("valid", "test")}
     return preds, history
 
@@ -117,7 +117,7 @@ def test_run_writes_the_stage_outputs(cfg, tmp_path, monkeypatch):
                                                 ("models_dir", "plots_dir", "predictions_dir", "metrics_dir")]])
     monkeypatch.setattr(evaluate, "evaluate_and_write",
                         lambda cfg, stage, collection, preds, extra=None: {**extra, "per_graph": []})
-    result = train_lgbm.run(out, Collection.parse(SLUG))
+    result = lgbm_stage.run(out, Collection.parse(SLUG))
     assert result["train_rows"] == 6 * 60
     assert (tmp_path / "models_dir" / "lgbm" / SLUG / "model.txt").stat().st_size > 0
     assert (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.png").stat().st_size > 0

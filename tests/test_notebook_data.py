@@ -192,7 +192,7 @@ def test_curves_importance_and_scatter(plots_dir):
     assert curves["valid_score"].tolist() == [0.1, 0.3] and missing == [plots_dir / "gnn" / LAYOUT / "curve.csv"]
     top, _ = reports.lgbm_importance(plots_dir, [TILE], top_k=2)
     assert top["feature"].tolist() == ["f2", "f3"]
-    scatter, missing = reports.rank_scatter(plots_dir, [TILE], model="ensemble")
+    scatter, missing = reports.rank_scatter_points(plots_dir, [TILE], model="ensemble")
     assert scatter["predicted_rank"].tolist() == [1.0] and missing == []
 
 

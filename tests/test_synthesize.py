@@ -11,7 +11,8 @@ import pytest
 
 from pipeline.config import compose
 from pipeline.synthesize import format_stats, main, run
-from pipeline.tpugraphs.dataset import COLLECTIONS, SPLITS, graph_paths, load_graph
+from pipeline.tpugraphs.dataset import COLLECTIONS, graph_paths, load_graph
+from pipeline.tpugraphs.schema import SPLITS
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 

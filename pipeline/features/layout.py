@@ -24,23 +24,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.pruned import PrunedGraph
+from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, block_codes
+from pipeline.tpugraphs.schema import (CONVOLUTION_OPCODE, DOT_OPCODE, LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS,
+                                       RESHAPE_OPCODE, SHAPE_COLUMNS)
 
-LAYOUT_DIMS = 6                      # kLayoutMaxDims: slots per minor-to-major block
-TENSORS = ("output", "input", "kernel")
-KIND_OPCODES = {"conv": 26, "dot": 34, "reshape": 75}   # HLO opcode ids (tpugraphs-format.md §2c)
-KINDS = (*KIND_OPCODES, "other")
-SHAPE_DIMS = slice(21, 27)           # node_feat columns shape_dimensions_0..5
-HLO_LAYOUT = slice(134, 140)         # node_feat columns layout_minor_to_major_0..5
-TPU_MINOR, TPU_SECOND_MINOR = 128, 8  # TPU vector tile: the minor dim pads to 128, the second-minor to 8
+NODE_KIND_OPCODES = {"conv": CONVOLUTION_OPCODE, "dot": DOT_OPCODE, "reshape": RESHAPE_OPCODE}
+NODE_KINDS = (*NODE_KIND_OPCODES, "other")    # what the layout_default / layout_perm counts are split by
 LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor")
-_DIGITS = (7 ** np.arange(LAYOUT_DIMS)).astype(np.int32)  # base-7 code of a block after +1 (values -1..5)
 
 
 @dataclass(frozen=True)
 class LayoutContext:
     """What the configuration features need from one graph, computed once per graph."""
 
-    kind: np.ndarray          # [NC] index into KINDS
+    kind: np.ndarray          # [NC] index into NODE_KINDS
     shape: np.ndarray         # [NC, 6] float64 output dimension sizes, -1 past the rank
     hlo_layout: np.ndarray    # [NC, 6] int8 effective layout used for default blocks (HLO layout or XLA default)
     edge_pairs: np.ndarray    # [P, 2] (consumer k, producer k), both configurable (k indexes node_config_ids)
@@ -53,17 +51,6 @@ class LayoutContext:
     minor_table: np.ndarray   # [NC, 7, 7, 9] float64 statistics per (most-minor, second-minor) dim, see _minor_table
 
 
-def _valid_layout(layout: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """[N] True where layout[i] is a permutation of 0..rank-1 followed by -1 padding."""
-    slots = np.arange(LAYOUT_DIMS)
-    inside = slots[None, :] < rank[:, None]                                   # [N, 6]
-    pad_ok = np.all(np.where(inside, True, layout == -1), axis=1)
-    values = np.where(inside, layout, -1)
-    counts = np.stack([(values == d).sum(1) for d in range(LAYOUT_DIMS)], 1)  # [N, 6]
-    perm_ok = np.all(np.where(inside, counts == 1, counts == 0), axis=1)
-    return pad_ok & perm_ok
-
-
 def layout_context(graph: PrunedGraph) -> LayoutContext:
     """Precompute node kinds, shapes, HLO layouts and the configurable edges of one layout graph."""
     if graph.node_config_ids is None:
@@ -71,24 +58,18 @@ def layout_context(graph: PrunedGraph) -> LayoutContext:
     ids = np.asarray(graph.node_config_ids, dtype=np.int64)
     raw = np.asarray(graph.node_feat_raw)
     opcode = np.asarray(graph.node_opcode)[ids]
-    kind = np.full(len(ids), len(KINDS) - 1, dtype=np.int64)
-    for k, code in enumerate(KIND_OPCODES.values()):
+    kind = np.full(len(ids), len(NODE_KINDS) - 1, dtype=np.int64)
+    for k, code in enumerate(NODE_KIND_OPCODES.values()):
         kind[opcode == code] = k
-    all_shape = raw[:, SHAPE_DIMS].astype(np.float64)                        # [N, 6]
-    all_rank = (all_shape >= 0).sum(1)
-    all_layout = np.rint(raw[:, HLO_LAYOUT]).astype(np.int64)                # [N, 6]
-    xla_default = np.where(np.arange(LAYOUT_DIMS)[None, :] < all_rank[:, None],
-                           all_rank[:, None] - 1 - np.arange(LAYOUT_DIMS)[None, :], -1)
-    all_layout = np.where(_valid_layout(all_layout, all_rank)[:, None], all_layout, xla_default).astype(np.int8)
-
-    position = np.full(len(raw), -1, dtype=np.int64)                          # node id -> k, -1 if fixed
-    position[ids] = np.arange(len(ids))
+    all_shape = raw[:, SHAPE_COLUMNS].astype(np.float64)                     # [N, 6]
+    all_layout = layouts.hlo_layouts(raw).astype(np.int8)                    # [N, 6], row-major fallback
+    position = layouts.config_positions(ids, len(raw))                       # node id -> k, -1 if fixed
     edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)       # [E, 2] (consumer, producer)
     consumer_k, producer_k = position[edges[:, 0]], position[edges[:, 1]]
     both = (consumer_k >= 0) & (producer_k >= 0)
     fixed = (consumer_k >= 0) & (producer_k < 0)
     fixed_layout = all_layout[edges[fixed, 1]]
-    all_elements = np.where(all_shape > 0, all_shape, 1.0).prod(1)            # [N]
+    all_elements = layouts.element_counts(raw)                               # [N]
     return LayoutContext(kind=kind, shape=all_shape[ids], hlo_layout=all_layout[ids],
                          edge_pairs=np.stack([consumer_k[both], producer_k[both]], 1),
                          fixed_consumer=consumer_k[fixed], fixed_layout=fixed_layout,
@@ -100,12 +81,12 @@ def layout_context(graph: PrunedGraph) -> LayoutContext:
 @functools.lru_cache(maxsize=8)
 def _perm_table(max_perm_rank: int) -> tuple[np.ndarray, list[str]]:
     """Lookup base-7 block code -> permutation column (-1: default block or rank > max_perm_rank)."""
-    table = np.full(7 ** LAYOUT_DIMS, -1, dtype=np.int64)
+    table = np.full(layouts.CODE_BASE ** MAX_DIMS, -1, dtype=np.int64)
     names = []
     for rank in range(1, max_perm_rank + 1):
         for perm in itertools.permutations(range(rank)):
-            block = np.array(list(perm) + [-1] * (LAYOUT_DIMS - rank))
-            table[int(((block + 1) * _DIGITS).sum())] = len(names)
+            block = np.array(list(perm) + [LAYOUT_VALUE_MIN] * (MAX_DIMS - rank))
+            table[int(block_codes(block))] = len(names)
             names.append("".join(map(str, perm)))
     return table, names + ["rank_gt"]
 
@@ -114,10 +95,10 @@ def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
     """Column names of `layout_features` for the enabled groups, in order."""
     names = []
     if "layout_default" in groups:
-        names += [f"default_{t}" for t in TENSORS] + [f"default_output_{k}" for k in KINDS]
+        names += [f"default_{t}" for t in LAYOUT_BLOCKS] + [f"default_output_{k}" for k in NODE_KINDS]
     if "layout_perm" in groups:
         _, perms = _perm_table(max_perm_rank)
-        names += [f"perm_{t}_{k}_{p}" for t in TENSORS for k in KINDS for p in perms]
+        names += [f"perm_{t}_{k}_{p}" for t in LAYOUT_BLOCKS for k in NODE_KINDS for p in perms]
     if "layout_disagree" in groups:
         names += ["disagree_edges", "disagree_edges_one_default", "disagree_edges_effective",
                   "disagree_fixed_producer", "disagree_own_hlo_layout",
@@ -127,14 +108,6 @@ def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
                   "minor0_small", "minor0_log2_weighted", "minor0_aligned128_weighted",
                   "minor1_aligned8_weighted", "pad_ratio", "pad_waste_log2"]
     return names
-
-
-def block_codes(blocks: np.ndarray) -> np.ndarray:
-    """int32 [...] base-7 code of each layout block [..., 6] (values -1..5); -1 blocks (default) code 0."""
-    code = np.zeros(blocks.shape[:-1], dtype=np.int32)
-    for slot in range(LAYOUT_DIMS):
-        code += (blocks[..., slot].astype(np.int32) + 1) * int(_DIGITS[slot])
-    return code
 
 
 def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: set[str],
@@ -152,24 +125,24 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
     """
     feat = np.asarray(node_config_feat, dtype=np.int8)
     n_configs, n_nodes = feat.shape[:2]
-    blocks = feat.reshape(n_configs, n_nodes, len(TENSORS), LAYOUT_DIMS)      # [configs, NC, 3, 6]
+    blocks = feat.reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, NC, 3, 6]
     code = block_codes(blocks)                                                # [configs, NC, 3]
     is_default = code == 0
     out, inp = code[:, :, 0], code[:, :, 1]                                   # [configs, NC]
     columns = []
     if "layout_default" in groups:
-        weights = np.zeros((n_nodes, len(TENSORS), len(TENSORS) + len(KINDS)), dtype=np.float32)
-        weights[:, np.arange(len(TENSORS)), np.arange(len(TENSORS))] = 1.0    # default blocks per tensor
-        weights[np.arange(n_nodes), 0, len(TENSORS) + ctx.kind] = 1.0         # default outputs per node kind
+        weights = np.zeros((n_nodes, len(LAYOUT_BLOCKS), len(LAYOUT_BLOCKS) + len(NODE_KINDS)), dtype=np.float32)
+        weights[:, np.arange(len(LAYOUT_BLOCKS)), np.arange(len(LAYOUT_BLOCKS))] = 1.0    # default blocks per tensor
+        weights[np.arange(n_nodes), 0, len(LAYOUT_BLOCKS) + ctx.kind] = 1.0         # default outputs per node kind
         flat = is_default.astype(np.float32).reshape(n_configs, -1)          # [configs, NC * 3]
-        columns.append(flat @ weights.reshape(n_nodes * len(TENSORS), -1))    # [configs, 3 + kinds]
+        columns.append(flat @ weights.reshape(n_nodes * len(LAYOUT_BLOCKS), -1))    # [configs, 3 + kinds]
     if "layout_perm" in groups:
         table, perms = _perm_table(max_perm_rank)
         col = table[code]                                                     # [configs, NC, 3]
         col = np.where((col < 0) & ~is_default, len(perms) - 1, col)          # rank > max_perm_rank
-        tensor = np.arange(len(TENSORS))[None, None, :]
-        n_cols = len(TENSORS) * len(KINDS) * len(perms)
-        flat = (tensor * len(KINDS) + ctx.kind[None, :, None]) * len(perms) + col \
+        tensor = np.arange(len(LAYOUT_BLOCKS))[None, None, :]
+        n_cols = len(LAYOUT_BLOCKS) * len(NODE_KINDS) * len(perms)
+        flat = (tensor * len(NODE_KINDS) + ctx.kind[None, :, None]) * len(perms) + col \
             + np.arange(n_configs)[:, None, None] * n_cols
         counts = np.bincount(flat[col >= 0], minlength=n_configs * n_cols)
         columns.append(counts.reshape(n_configs, n_cols))                     # [configs, 3 * kinds * perms]
@@ -205,9 +178,10 @@ def _minor_table(shape: np.ndarray) -> np.ndarray:
     sizes = np.concatenate([np.ones((len(shape), 1)), np.where(shape > 0, shape, 1.0)], axis=1)  # [NC, 7]
     minor0, minor1 = sizes[:, :, None], sizes[:, None, :]                     # [NC, 7, 1], [NC, 1, 7]
     elements = sizes.prod(1)[:, None, None]
-    padded_minor = np.ceil(minor0 / TPU_MINOR) * TPU_MINOR * np.ceil(minor1 / TPU_SECOND_MINOR) * TPU_SECOND_MINOR
-    stats = [np.log2(minor0), np.log2(minor1), minor0 % TPU_MINOR == 0, minor1 % TPU_SECOND_MINOR == 0,
-             minor0 < TPU_MINOR]
+    padded_minor = (np.ceil(minor0 / TPU_TILE_MINOR) * TPU_TILE_MINOR
+                    * np.ceil(minor1 / TPU_TILE_SECOND_MINOR) * TPU_TILE_SECOND_MINOR)
+    stats = [np.log2(minor0), np.log2(minor1), minor0 % TPU_TILE_MINOR == 0, minor1 % TPU_TILE_SECOND_MINOR == 0,
+             minor0 < TPU_TILE_MINOR]
     stats += [elements * stats[0], elements * stats[2], elements * stats[3],
               elements / (minor0 * minor1) * padded_minor]
     return np.stack(np.broadcast_arrays(*stats), axis=-1).astype(np.float64)

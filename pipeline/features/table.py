@@ -24,8 +24,7 @@ from omegaconf import DictConfig
 
 from pipeline.features import layout as features_layout, tile as features_tile
 from pipeline.pruned import PrunedGraph
-
-MAX_OPCODE = 120                      # opcode ids 0..120 (tpugraphs-format.md §2c)
+from pipeline.tpugraphs.schema import MAX_OPCODE, OPCODE_COUNT
 GRAPH_GROUPS = ("graph_counts", "opcodes", "node_stats")
 ALL_GROUPS = GRAPH_GROUPS + features_tile.TILE_GROUPS + features_layout.LAYOUT_GROUPS
 NODE_STATS = {"mean": np.mean, "std": np.std, "min": np.min, "max": np.max}
@@ -35,10 +34,10 @@ NODE_STATS = {"mean": np.mean, "std": np.std, "min": np.min, "max": np.max}
 class FeatureSpec:
     """Which features to compute and how (from the `lgbm` config group)."""
 
-    groups: frozenset[str]
-    node_stats: tuple[str, ...] = ("mean",)
-    max_perm_rank: int = 4
-    feature_chunk: int = 1024
+    groups: frozenset[str]            # enabled feature groups (names in ALL_GROUPS)
+    node_stats: tuple[str, ...]       # statistics of node_feat columns (names in NODE_STATS)
+    max_perm_rank: int                # layout_perm: largest rank with its own permutation columns
+    feature_chunk: int                # configurations featurised at once
 
     @classmethod
     def from_cfg(cls, lgbm: DictConfig) -> FeatureSpec:
@@ -62,7 +61,7 @@ def graph_feature_names(kind: str, n_node_feat: int, spec: FeatureSpec) -> list[
     if "graph_counts" in spec.groups:
         names += ["nodes", "edges", "configurable_nodes", "configs"]
     if "opcodes" in spec.groups:
-        names += [f"opcode_{i}" for i in range(MAX_OPCODE + 1)]
+        names += [f"opcode_{i}" for i in range(OPCODE_COUNT)]
     if "node_stats" in spec.groups:
         names += [f"node_{stat}_{j}" for stat in spec.node_stats for j in range(n_node_feat)]
         if kind == "layout":
@@ -82,7 +81,7 @@ def graph_features(graph: PrunedGraph, kind: str, spec: FeatureSpec) -> np.ndarr
         n_configurable = 0 if graph.node_config_ids is None else len(graph.node_config_ids)
         parts.append([graph.n_nodes, len(graph.edge_index), n_configurable, graph.n_configs])
     if "opcodes" in spec.groups:
-        parts.append(np.bincount(opcode, minlength=MAX_OPCODE + 1))
+        parts.append(np.bincount(opcode, minlength=OPCODE_COUNT))
     if "node_stats" in spec.groups:
         parts += [NODE_STATS[stat](node_feat, axis=0) for stat in spec.node_stats]
         if kind == "layout":

@@ -1,6 +1,6 @@
 """Per-configuration features of a tile graph, vectorised over configurations.
 
-A tile configuration is the 24-vector `config_feat` (tpugraphs-format.md §2d): kernel_bounds 0-7,
+A tile configuration is the 24-vector `config_feat` (docs/tpugraphs-format.md 2d): kernel_bounds 0-7,
 output_bounds 8-15, input_bounds 16-23 (six dims, then _sum and _product; 0 past the rank). Feature groups:
 
 - `tile_config`: the 24 values as they are;
@@ -17,14 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.pruned import PrunedGraph
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM, CONFIG_FEAT_NAMES, IS_ROOT_COLUMN, MAX_DIMS,
+                                       SHAPE_COLUMNS)
 
-CONFIG_FEAT_DIM = 24
-BOUND_DIMS = 6
-KERNEL_BOUNDS, OUTPUT_BOUNDS, INPUT_BOUNDS = 0, 8, 16   # first column of each 8-wide block of config_feat
-BLOCK_NAMES = ("kernel_bounds", "output_bounds", "input_bounds")
-SHAPE_DIMS = slice(21, 27)     # node_feat columns shape_dimensions_0..5
-IS_ROOT = 0                    # node_feat column is_root
-TPU_MINOR, TPU_SECOND_MINOR = 128, 8
+OUTPUT_BOUNDS = CONFIG_FEAT_COLUMN["output_bounds_0"]   # first of the output tile's MAX_DIMS bounds
 TILE_GROUPS = ("tile_config", "tile_derived")
 
 
@@ -34,19 +31,18 @@ def output_shape(graph: PrunedGraph) -> np.ndarray:
     The output is the last node flagged is_root (nodes are in topological order), else the last node.
     """
     raw = np.asarray(graph.node_feat_raw)
-    roots = np.flatnonzero(raw[:, IS_ROOT] > 0)
+    roots = np.flatnonzero(raw[:, IS_ROOT_COLUMN] > 0)
     node = roots[-1] if len(roots) else len(raw) - 1
-    return raw[node, SHAPE_DIMS].astype(np.float64)
+    return raw[node, SHAPE_COLUMNS].astype(np.float64)
 
 
 def tile_feature_names(groups: set[str]) -> list[str]:
     """Column names of `tile_features` for the enabled groups, in order."""
     names = []
     if "tile_config" in groups:
-        names += [f"{block}_{suffix}" for block in BLOCK_NAMES
-                  for suffix in [*map(str, range(BOUND_DIMS)), "sum", "product"]]
+        names += list(CONFIG_FEAT_NAMES)
     if "tile_derived" in groups:
-        names += [f"tiles_{d}" for d in range(BOUND_DIMS)] + [
+        names += [f"tiles_{d}" for d in range(MAX_DIMS)] + [
             "tiles_log2", "pad_ratio", "tile_fraction_log2", "tile_minor", "tile_second_minor",
             "tile_minor_aligned128", "tile_second_minor_aligned8", "tile_elements_log2"]
     return names
@@ -72,7 +68,7 @@ def tile_features(shape: np.ndarray, config_feat: np.ndarray, groups: set[str]) 
     if "tile_derived" in groups:
         rank = int((shape >= 0).sum())
         dims = np.where(shape > 0, shape, 1.0)[None, :]                           # [1, 6]
-        bounds = config_feat[:, OUTPUT_BOUNDS:OUTPUT_BOUNDS + BOUND_DIMS]         # [configs, 6]
+        bounds = config_feat[:, OUTPUT_BOUNDS:OUTPUT_BOUNDS + MAX_DIMS]           # [configs, 6]
         bounds = np.where(bounds > 0, np.minimum(bounds, dims), dims)              # untiled dim = one tile
         tiles = np.ceil(dims / bounds)                                             # [configs, 6]
         padded = (tiles * bounds).prod(1)
@@ -81,7 +77,7 @@ def tile_features(shape: np.ndarray, config_feat: np.ndarray, groups: set[str]) 
         second = bounds[:, rank - 2] if rank >= 2 else np.ones(len(bounds))
         columns.append(np.column_stack([
             tiles, np.log2(tiles).sum(1), padded / elements, np.log2(bounds.prod(1) / elements),
-            minor, second, minor % TPU_MINOR == 0, second % TPU_SECOND_MINOR == 0, np.log2(bounds.prod(1)),
+            minor, second, minor % TPU_TILE_MINOR == 0, second % TPU_TILE_SECOND_MINOR == 0, np.log2(bounds.prod(1)),
         ]))
     if not columns:
         return np.zeros((len(config_feat), 0), dtype=np.float32)

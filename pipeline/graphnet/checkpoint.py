@@ -6,13 +6,13 @@ interrupted run continues exactly where it stopped.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from pipeline.files import atomic_path
 from pipeline.graphnet.model import ModelSpec, build_model
 
 MODEL_FILE = "model.pt"
@@ -21,11 +21,8 @@ CHECKPOINT_FILE = "checkpoint.pt"
 
 def save_atomic(payload: dict, path: str | Path) -> None:
     """torch.save to a temp file in the same folder, then rename over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def rng_state(rng: np.random.Generator) -> dict:

@@ -13,15 +13,9 @@ import torch
 
 from pipeline.graphnet import layout_inputs
 from pipeline.pruned import PrunedGraph
-
-LAYOUT_VALUE_MIN = -1        # node_config_feat values: -1 (padding / compiler default) .. 5 (a dimension index)
-LAYOUT_VALUE_MAX = 5
-NODE_CONFIG_FEAT_DIM = 18    # output, input and kernel layout, 6 values each
-TILE_CONFIG_FEAT_DIM = 24    # kernel, output and input bounds, 8 values each
-NUM_OPCODES = 121            # opcode ids 0..120
-SHAPE_DIM_COLUMNS = slice(21, 27)   # node_feat_raw columns shape_dimensions_0..5 (the node's output shape)
-LAYOUT_BLOCKS = 3            # output, input (first operand), kernel (second operand) layouts of a configurable node
-MAX_DIMS = 6
+from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
+                                       MAX_OPCODE, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SHAPE_COLUMNS)
 
 
 @dataclass
@@ -73,8 +67,8 @@ def graph_tensors(graph: PrunedGraph) -> GraphTensors:
     if not np.all(np.isfinite(node_feat)):
         raise ValueError(f"{_where(graph)}: node_feat contains NaN or inf (re-run prune)")
     opcode = np.asarray(graph.node_opcode, dtype=np.int64)
-    if n and (opcode.min() < 0 or opcode.max() >= NUM_OPCODES):
-        raise ValueError(f"{_where(graph)}: node_opcode expected 0..{NUM_OPCODES - 1}, "
+    if n and (opcode.min() < 0 or opcode.max() > MAX_OPCODE):
+        raise ValueError(f"{_where(graph)}: node_opcode expected 0..{MAX_OPCODE}, "
                          f"found {opcode.min()}..{opcode.max()}")
     edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)  # [edges, (consumer, producer)]
     if edges.size and (edges.min() < 0 or edges.max() >= n):
@@ -98,44 +92,36 @@ def graph_tensors(graph: PrunedGraph) -> GraphTensors:
 def layout_static(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> dict[str, torch.Tensor]:
     """The config-independent layout tensors of a layout graph (GraphTensors fields, see layout_inputs)."""
     raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
-    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < layout_inputs.LAYOUT_COLUMNS.stop:
-        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
-    hlo = layout_inputs.hlo_layouts(raw)                                   # [nodes, 6] values + 1
-    slots = layout_inputs.operand_slots(edges, ids, graph.n_nodes)         # [edges]
-    position = np.full(graph.n_nodes, -1, np.int64)
-    position[ids] = np.arange(len(ids))
-    defaults = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.int64)     # [configurable, 3, 6]
+    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < NODE_FEAT_DIM:
+        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, {NODE_FEAT_DIM}], "
+                         f"found {raw.shape}")
+    hlo = layout_inputs.hlo_layout_indices(raw)                                   # [nodes, 6] values + 1
+    slots = layouts.operand_slots(edges, ids, graph.n_nodes)               # [edges]
+    position = layouts.config_positions(ids, graph.n_nodes)
+    defaults = np.zeros((len(ids), len(LAYOUT_BLOCKS), MAX_DIMS), np.int64)   # [configurable, 3, 6]
     defaults[:, 0] = hlo[ids]
-    fed = slots >= 0
+    fed = slots != layouts.NOT_FED
     defaults[position[edges[fed, 0]], slots[fed]] = hlo[edges[fed, 1]]
-    hlo_t = torch.from_numpy(hlo)
+    hlo_code = layouts.block_codes(hlo + LAYOUT_VALUE_MIN).astype(np.int64)   # [nodes]
     return {"node_config_ids": torch.from_numpy(ids.copy()),
-            "operand_dims": torch.from_numpy(layout_operand_dims(graph, ids, edges)),
-            "hlo_code": layout_inputs.block_codes(hlo_t), "default_blocks": torch.from_numpy(defaults),
+            "operand_dims": torch.from_numpy(layout_operand_dims(graph, ids, edges, slots)),
+            "hlo_code": torch.from_numpy(hlo_code), "default_blocks": torch.from_numpy(defaults),
             "edge_slot": torch.from_numpy(slots), "edge_consumer_k": torch.from_numpy(position[edges[:, 0]]),
             "log_elements": torch.from_numpy(layout_inputs.log_elements(raw))}
 
 
-def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray, slots: np.ndarray) -> np.ndarray:
     """Raw dimension sizes the three layout blocks of each configurable node permute: float32 [configurable, 3, 6].
 
     Block 0 (output layout) uses the node's own shape_dimensions; block 1 (input) the shape of its first operand
-    and block 2 (kernel) that of its second (operands in edge order); missing operands and padding give 0.
+    and block 2 (kernel) that of its second (`slots` = `layouts.operand_slots`); missing operands and padding give 0.
     """
     raw = np.asarray(graph.node_feat_raw, dtype=np.float32)
-    if raw.ndim != 2 or raw.shape[0] != graph.n_nodes or raw.shape[1] < SHAPE_DIM_COLUMNS.stop:
-        raise ValueError(f"{_where(graph)}: node_feat_raw expected [{graph.n_nodes}, 140], found {raw.shape}")
-    dims = np.maximum(raw[:, SHAPE_DIM_COLUMNS], 0.0)                      # [nodes, 6], -1 padding -> 0
-    out = np.zeros((len(ids), LAYOUT_BLOCKS, MAX_DIMS), np.float32)
+    dims = np.maximum(raw[:, SHAPE_COLUMNS], 0.0)                          # [nodes, 6], -1 padding -> 0
+    out = np.zeros((len(ids), len(LAYOUT_BLOCKS), MAX_DIMS), np.float32)   # [configurable, 3, 6]
     out[:, 0] = dims[ids]
-    position = np.full(graph.n_nodes, -1, np.int64)
-    position[ids] = np.arange(len(ids))
-    seen = np.zeros(len(ids), np.int64)                                    # operands found so far per node
-    for consumer, producer in edges:                                       # edge order = operand order
-        k = position[consumer]
-        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
-            out[k, 1 + seen[k]] = dims[producer]
-            seen[k] += 1
+    fed = slots != layouts.NOT_FED
+    out[layouts.config_positions(ids, graph.n_nodes)[edges[fed, 0]], slots[fed]] = dims[edges[fed, 1]]
     return out
 
 
@@ -168,8 +154,8 @@ def tile_config_batch(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
     if graph.config_feat is None:
         raise ValueError(f"{_where(graph)}: config_feat missing; a tile graph needs it")
     feat = _read_rows(graph.config_feat, rows).astype(np.float32)  # [configs, 24]
-    if feat.ndim != 2 or feat.shape[1] != TILE_CONFIG_FEAT_DIM:
-        raise ValueError(f"{_where(graph)}: config_feat expected [configs, {TILE_CONFIG_FEAT_DIM}], found {feat.shape}")
+    if feat.ndim != 2 or feat.shape[1] != CONFIG_FEAT_DIM:
+        raise ValueError(f"{_where(graph)}: config_feat expected [configs, {CONFIG_FEAT_DIM}], found {feat.shape}")
     return torch.from_numpy(np.sign(feat) * np.log1p(np.abs(feat)))
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pipeline.graphnet.data import (LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS, NODE_CONFIG_FEAT_DIM,
-                               NUM_OPCODES, TILE_CONFIG_FEAT_DIM)
 from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, effective_configs, mismatch_features
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
+                                       NODE_CONFIG_FEAT_DIM, OPCODE_COUNT)
 
 LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
-TPU_TILE = (8, 128)          # (second-minor, minor) tile of TPU memory layouts: padding depends on these dims
 DIM_FEATURES_PER_BLOCK = MAX_DIMS + 2        # log sizes of the 6 dims, tile remainders of the 2 most minor
 
 
@@ -29,12 +29,13 @@ def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> to
         (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
     """
     n_configs, n_nodes, _ = configs.shape
-    order = (configs - 1).reshape(n_configs, n_nodes, LAYOUT_BLOCKS, MAX_DIMS)   # [configs, nodes, 3, 6], -1 = none
+    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)
+    # order: [configs, nodes, 3, 6] dimension indices, -1 = none
     dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
     sizes = torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)            # [configs, nodes, 3, 6]
     minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
-    return torch.cat([torch.log1p(sizes), (minor % TPU_TILE[1] / TPU_TILE[1]).unsqueeze(-1),
-                      (second % TPU_TILE[0] / TPU_TILE[0]).unsqueeze(-1)], dim=-1)
+    return torch.cat([torch.log1p(sizes), (minor % TPU_TILE_MINOR / TPU_TILE_MINOR).unsqueeze(-1),
+                      (second % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR).unsqueeze(-1)], dim=-1)
 
 
 class NodeEncoder(nn.Module):
@@ -42,7 +43,7 @@ class NodeEncoder(nn.Module):
 
     def __init__(self, node_feat_dim: int, hidden: int, opcode_dim: int):
         super().__init__()
-        self.opcode = nn.Embedding(NUM_OPCODES, opcode_dim)
+        self.opcode = nn.Embedding(OPCODE_COUNT, opcode_dim)
         self.proj = nn.Sequential(nn.Linear(node_feat_dim + opcode_dim, hidden), nn.GELU(),
                                   nn.Linear(hidden, hidden))
 
@@ -61,13 +62,13 @@ class LayoutConfigEncoder(nn.Module):
     its mismatched in/out edges under the config (`layout_inputs.mismatch_features`, the copies a config costs).
     """
 
-    def __init__(self, hidden: int, value_dim: int, effective: bool = False, mismatch: bool = False):
+    def __init__(self, hidden: int, value_dim: int, effective: bool, mismatch: bool):
         super().__init__()
         self.effective, self.mismatch = effective, mismatch
         self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
         # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
-        width = NODE_CONFIG_FEAT_DIM * value_dim + LAYOUT_BLOCKS * DIM_FEATURES_PER_BLOCK
-        width += LAYOUT_BLOCKS if effective else 0
+        width = NODE_CONFIG_FEAT_DIM * value_dim + len(LAYOUT_BLOCKS) * DIM_FEATURES_PER_BLOCK
+        width += len(LAYOUT_BLOCKS) if effective else 0
         self.proj = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden))
         self.not_configurable = nn.Parameter(torch.zeros(hidden))
         self.copies = nn.Linear(MISMATCH_FEATURES, hidden) if mismatch else None
@@ -99,7 +100,7 @@ class TileConfigEncoder(nn.Module):
 
     def __init__(self, hidden: int):
         super().__init__()
-        self.proj = nn.Sequential(nn.Linear(TILE_CONFIG_FEAT_DIM, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+        self.proj = nn.Sequential(nn.Linear(CONFIG_FEAT_DIM, hidden), nn.GELU(), nn.Linear(hidden, hidden))
 
     def forward(self, config_feat: torch.Tensor) -> torch.Tensor:
         return self.proj(config_feat)  # [configs, hidden]

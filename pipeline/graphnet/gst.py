@@ -32,10 +32,10 @@ from torch import nn
 
 from pipeline.graphnet.data import sample_configs
 from pipeline.graphnet.history import HistoricalTable
-from pipeline.graphnet.segments import SPLITS, Segment, build_segments, segment_configs
+from pipeline.graphnet.segments import SEGMENTATIONS, Segment, build_segments, segment_configs
 from pipeline.pruned import PrunedGraph
 
-MODES = ("pruned", "gst")
+TRAINING_MODES = ("pruned", "gst")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class GSTSettings:
     """The `gnn.gst` config group."""
 
     segment_size: int           # most nodes per segment
-    split: str                  # contiguous | node_splits
+    segmentation: str           # one of SEGMENTATIONS: contiguous | node_splits
     segments_per_step: int      # segments back-propagated per graph per step
     stale_dropout: float        # probability of dropping a historical segment summary (per step, shared by configs)
     finetune_epochs: int        # prediction-head-only epochs at the end
@@ -51,7 +51,7 @@ class GSTSettings:
 
     @classmethod
     def from_cfg(cls, gst) -> "GSTSettings":
-        settings = cls(segment_size=int(gst.segment_size), split=str(gst.split),
+        settings = cls(segment_size=int(gst.segment_size), segmentation=str(gst.segmentation),
                        segments_per_step=int(gst.segments_per_step), stale_dropout=float(gst.stale_dropout),
                        finetune_epochs=int(gst.finetune_epochs), finetune_lr_scale=float(gst.finetune_lr_scale))
         if settings.segment_size < 1 or settings.segments_per_step < 1 or settings.finetune_epochs < 0:
@@ -59,8 +59,8 @@ class GSTSettings:
                              f"found {settings}")
         if not 0.0 <= settings.stale_dropout < 1.0:
             raise ValueError(f"gnn.gst.stale_dropout={settings.stale_dropout}; expected 0 <= p < 1")
-        if settings.split not in SPLITS:
-            raise ValueError(f"gnn.gst.split={settings.split!r}; expected one of {SPLITS}")
+        if settings.segmentation not in SEGMENTATIONS:
+            raise ValueError(f"gnn.gst.segmentation={settings.segmentation!r}; expected one of {SEGMENTATIONS}")
         return settings
 
 
@@ -86,14 +86,14 @@ class SegmentCache:
         key = (graph.split, graph.graph_id)
         if key not in self._segments:
             segments = [s.to(self.device) for s in
-                        build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.split)]
+                        build_segments(graph, self.settings.segment_size, self.halo_hops, self.settings.segmentation)]
             if not self.keep:
                 return segments
             self._segments[key] = segments
         return self._segments[key]
 
 
-def summarize(model: nn.Module, segment: Segment, configs: torch.Tensor) -> torch.Tensor:
+def summarize_segment(model: nn.Module, segment: Segment, configs: torch.Tensor) -> torch.Tensor:
     """One segment's summary for a config batch: [configs, summary_dim] (expanded when config-independent)."""
     out = model.segment_summary(segment.graph, segment_configs(configs, segment), segment.own.to(configs.device))
     return out.expand(configs.shape[0], -1)
@@ -129,7 +129,7 @@ def segmented_scores(model: nn.Module, segments: list[Segment], configs: torch.T
     """Exact full-graph scores [configs], computed one segment at a time (summaries under no_grad; the head keeps
     its autograd graph when grad is enabled, which the fine-tuning uses)."""
     with torch.no_grad():
-        summaries = [summarize(model, segment, configs) for segment in segments]
+        summaries = [summarize_segment(model, segment, configs) for segment in segments]
     return model.readout(combine(summaries, [], model.spec.hidden), n_nodes)
 
 
@@ -144,13 +144,13 @@ def gst_scores(model: nn.Module, graph: PrunedGraph, segments: list[Segment], ta
     fresh_grad, stale = [], []
     for segment in segments:
         if segment.index in chosen:
-            fresh_grad.append(summarize(model, segment, configs))
+            fresh_grad.append(summarize_segment(model, segment, configs))
             continue
         key_rows = rows if segment.config_dependent else None
         values = table.pull(graph.graph_id, segment.index, key_rows)
         if values is None:                   # first visit of a cycle: the table is initialised, never refreshed
             with torch.no_grad():
-                values = summarize(model, segment, configs)
+                values = summarize_segment(model, segment, configs)
             table.push(graph.graph_id, segment.index, key_rows, values)
         stale.append(values.to(configs.device).float().expand(n_configs, -1))
     p = settings.stale_dropout
@@ -200,11 +200,21 @@ def freeze_to_head(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
+@dataclass(frozen=True)
+class GSTVisit:
+    """One visit of a training graph: the config rows to score and the segments trained with autograd
+    (None while fine-tuning the head: every segment is then computed fresh under no_grad)."""
+
+    rows: np.ndarray
+    trained: np.ndarray | None
+
+
 class GSTTrainer:
     """What the training loop needs in GST mode: config sampling by segment cycles, scores, checkpoint state.
 
-    With `finetune` set (the last gst.finetune_epochs epochs), configs are sampled afresh on every visit and
-    scores come from every segment computed fresh (no_grad), so only the head (`freeze_to_head`) learns.
+    `sample` returns a `GSTVisit` that `scores` takes back, so nothing is carried between the two calls. With
+    `finetune` set (the last gst.finetune_epochs epochs), configs are sampled afresh on every visit and scores come
+    from every segment computed fresh (no_grad), so only the head (`freeze_to_head`) learns.
     """
 
     def __init__(self, model: nn.Module, settings: GSTSettings, segments: SegmentCache):
@@ -212,27 +222,27 @@ class GSTTrainer:
         self.model, self.settings, self.segments = model, settings, segments
         self.table, self.cycles = HistoricalTable(), SegmentCycles()
         self.finetune = False
-        self._trained: dict[str, np.ndarray] = {}
 
     def visits(self, graph: PrunedGraph) -> int:
         """Visits that train every segment of the graph once (one cycle)."""
         return -(-len(self.segments.get(graph)) // self.settings.segments_per_step)
 
-    def sample(self, graph: PrunedGraph, k: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, graph: PrunedGraph, k: int, rng: np.random.Generator) -> GSTVisit:
+        """The config rows (k of them) and the segments to train in this visit of `graph`."""
         if self.finetune:
-            return sample_configs(graph, k, rng)
+            return GSTVisit(rows=sample_configs(graph, k, rng), trained=None)
         rows, trained = self.cycles.next(graph.graph_id, len(self.segments.get(graph)),
                                          self.settings.segments_per_step, lambda: sample_configs(graph, k, rng), rng)
-        self._trained[graph.graph_id] = trained
-        return rows
+        return GSTVisit(rows=rows, trained=trained)
 
-    def scores(self, graph: PrunedGraph, rows: np.ndarray, configs: torch.Tensor,
+    def scores(self, graph: PrunedGraph, visit: GSTVisit, configs: torch.Tensor,
                rng: np.random.Generator) -> torch.Tensor:
+        """Training scores [configs] of the visit's config batch `configs`."""
         segments = self.segments.get(graph)
-        if self.finetune:
+        if visit.trained is None:
             return segmented_scores(self.model, segments, configs, graph.n_nodes)
-        return gst_scores(self.model, graph, segments, self.table, rows, configs, self.settings, rng,
-                          self._trained.pop(graph.graph_id))
+        return gst_scores(self.model, graph, segments, self.table, visit.rows, configs, self.settings, rng,
+                          visit.trained)
 
     def state_dict(self) -> dict:
         return {"table": self.table.state_dict(), "cycles": self.cycles.state_dict()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
@@ -19,6 +20,19 @@ from pipeline.graphnet.gst import SegmentCache, segmented_scores
 from pipeline.graphnet.segments import Segment
 from pipeline.predictions import Predictions
 from pipeline.pruned import PrunedGraph
+
+
+@dataclass(frozen=True)
+class InferSettings:
+    """How configs are scored at inference (from the `gnn` group): batch size, TTA orderings, bf16 autocast."""
+
+    infer_batch: int            # most configs per forward pass
+    tta: int                    # random config orderings averaged
+    amp: bool                   # bf16 autocast on CUDA
+
+    @classmethod
+    def from_cfg(cls, gnn) -> "InferSettings":
+        return cls(infer_batch=int(gnn.infer_batch), tta=int(gnn.tta), amp=bool(gnn.amp))   # checked by tta_batches
 
 
 def autocast(device: torch.device, amp: bool):
@@ -45,19 +59,19 @@ def tta_batches(n: int, tta: int, infer_batch: int, rng: np.random.Generator) ->
 
 @torch.no_grad()
 def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: GraphTensors | None, rows: np.ndarray,
-                 infer_batch: int, tta: int, rng: np.random.Generator, device: torch.device,
-                 amp: bool = False, segments: list[Segment] | None = None) -> np.ndarray:
+                 settings: InferSettings, rng: np.random.Generator, device: torch.device,
+                 segments: list[Segment] | None) -> np.ndarray:
     """Mean TTA score of the kept-config rows `rows` of one graph: float64 [len(rows)].
 
     `tensors` must already be on `device`; the model must be in eval mode. With `segments` (GST), the graph is
     scored segment by segment instead (`tensors` unused), exactly and with memory bounded by one segment.
     """
-    rows = np.asarray(rows, dtype=np.int64)
+    rows, tta = np.asarray(rows, dtype=np.int64), settings.tta
     total = np.zeros(len(rows))
     seen = np.zeros(len(rows), dtype=np.int64)
-    for batch in tta_batches(len(rows), tta, infer_batch, rng):
+    for batch in tta_batches(len(rows), tta, settings.infer_batch, rng):
         configs = config_batch(kind, graph, rows[batch]).to(device)
-        with autocast(device, amp):
+        with autocast(device, settings.amp):
             if segments is None:
                 scores = model(tensors, configs)                  # [batch]
             else:
@@ -69,15 +83,13 @@ def predict_rows(model: nn.Module, kind: str, graph: PrunedGraph, tensors: Graph
     return total / tta
 
 
-def predict_graph(model: nn.Module, kind: str, graph: PrunedGraph, infer_batch: int, tta: int,
-                  rng: np.random.Generator, device: torch.device, amp: bool = False,
-                  segments: SegmentCache | None = None) -> np.ndarray:
+def predict_graph(model: nn.Module, kind: str, graph: PrunedGraph, settings: InferSettings,
+                  rng: np.random.Generator, device: torch.device, segments: SegmentCache | None) -> np.ndarray:
     """One score per ORIGINAL config index of the graph (float64 [configs]); lower = predicted faster.
     With `segments` (GST models), the graph is scored segment by segment."""
     parts = None if segments is None else segments.get(graph)
     tensors = graph_tensors(graph).to(device) if parts is None else None
-    kept = predict_rows(model, kind, graph, tensors, np.arange(graph.n_kept), infer_batch, tta, rng, device, amp,
-                        parts)
+    kept = predict_rows(model, kind, graph, tensors, np.arange(graph.n_kept), settings, rng, device, parts)
     inverse = np.asarray(graph.config_inverse, dtype=np.int64)
     if inverse.size and (inverse.min() < 0 or inverse.max() >= graph.n_kept):
         raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: config_inverse expected 0..{graph.n_kept - 1}, "
@@ -85,9 +97,8 @@ def predict_graph(model: nn.Module, kind: str, graph: PrunedGraph, infer_batch: 
     return kept[inverse]
 
 
-def predict_graphs(model: nn.Module, kind: str, graphs: Iterable[PrunedGraph], infer_batch: int, tta: int,
-                   seed: int, device: torch.device, amp: bool = False, progress: bool = False,
-                   segments: SegmentCache | None = None) -> Predictions:
+def predict_graphs(model: nn.Module, kind: str, graphs: Iterable[PrunedGraph], settings: InferSettings,
+                   seed: int, device: torch.device, progress: bool, segments: SegmentCache | None) -> Predictions:
     """Predictions for every graph; a graph's TTA orderings come from rng (seed, crc32(graph_id)), so results are
     repeatable and do not depend on which other graphs (or which DDP rank) are involved."""
     from tqdm import tqdm
@@ -98,6 +109,6 @@ def predict_graphs(model: nn.Module, kind: str, graphs: Iterable[PrunedGraph], i
     graphs = list(graphs)
     for graph in tqdm(graphs, desc="predict", disable=not progress, leave=False):
         rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
-        preds[graph.graph_id] = predict_graph(model, kind, graph, infer_batch, tta, rng, device, amp, segments)
+        preds[graph.graph_id] = predict_graph(model, kind, graph, settings, rng, device, segments)
     model.train(was_training)
     return preds

@@ -2,7 +2,8 @@
 
 A layout config gives each configurable node three minor-to-major blocks (output, input = first operand,
 kernel = second operand); an all -1 block leaves the compiler's choice, which the graph records as the node's
-HLO layout (`node_feat_raw` columns `layout_minor_to_major_0..5`). Two per-config views follow from that:
+HLO layout (`pipeline.tpugraphs.layouts`, which defines these semantics for every model). Two per-config views
+follow from that, in torch because they are computed per config batch on the model's device:
 
 - effective blocks (`effective_configs`): a default block replaced by the layout it stands for (output: the node's
   own HLO layout; input / kernel: the HLO layout of that operand), so a block set explicitly to its default
@@ -13,64 +14,34 @@ HLO layout (`node_feat_raw` columns `layout_minor_to_major_0..5`). Two per-confi
   block when it has one, else the producer's HLO layout (what it would have read under the default config).
   Per node this gives (mismatched in-edges, their log tensor size, mismatched out-edges, their log tensor size).
 
-Layout blocks are compared by a base-7 code of their values (+1), so equal codes <=> equal layouts.
+Layout blocks are compared by their codes (`layouts.block_codes`), so equal codes <=> equal layouts.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-LAYOUT_COLUMNS = slice(134, 140)   # node_feat_raw columns layout_minor_to_major_0..5 (the node's HLO layout)
-SHAPE_COLUMNS = slice(21, 27)      # node_feat_raw columns shape_dimensions_0..5
-MAX_DIMS = 6                       # slots per layout block
-LAYOUT_BLOCKS = 3                  # output, input (operand 0), kernel (operand 1)
+from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS
+
 MISMATCH_FEATURES = 4              # per node: in-edges, in log-size, out-edges, out log-size
-_BASE = 7                          # values -1..5 stored +1 as 0..6
-NO_SLOT = -1
 
 
-def hlo_layouts(node_feat_raw: np.ndarray) -> np.ndarray:
-    """int64 [nodes, 6]: each node's HLO minor-to-major layout stored +1 (0 = padding).
-
-    A row that is not a permutation of 0..rank-1 padded with -1 (e.g. the zero-padded original files) falls back
-    to XLA's row-major default for the node's rank (rank = non-negative entries of shape_dimensions).
-    """
-    raw = np.asarray(node_feat_raw, dtype=np.float64)
-    layout = np.rint(raw[:, LAYOUT_COLUMNS]).astype(np.int64)                   # [nodes, 6]
-    rank = (raw[:, SHAPE_COLUMNS] >= 0).sum(axis=1)                              # [nodes]
-    slots = np.arange(MAX_DIMS)
-    inside = slots[None, :] < rank[:, None]                                      # [nodes, 6]
-    row_major = np.where(inside, rank[:, None] - 1 - slots[None, :], -1)         # [nodes, 6]
-    values = np.where(inside, layout, -1)
-    counts = np.stack([(values == d).sum(axis=1) for d in range(MAX_DIMS)], axis=1)   # [nodes, 6]
-    valid = np.all(np.where(inside, counts == 1, counts == 0), axis=1) & np.all(np.where(inside, True, layout == -1), 1)
-    return np.where(valid[:, None], layout, row_major) + 1
-
-
-def operand_slots(edges: np.ndarray, node_config_ids: np.ndarray, n_nodes: int) -> np.ndarray:
-    """int64 [edges]: config block (1 input, 2 kernel) an edge feeds: operand 0 / 1 of a configurable consumer in
-    edge order; NO_SLOT for other edges."""
-    position = np.full(n_nodes, -1, np.int64)
-    position[node_config_ids] = np.arange(len(node_config_ids))
-    slots = np.full(len(edges), NO_SLOT, np.int64)
-    seen = np.zeros(len(node_config_ids), np.int64)
-    for e, consumer in enumerate(edges[:, 0]):                                   # edge order = operand order
-        k = position[consumer]
-        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
-            slots[e] = 1 + seen[k]
-            seen[k] += 1
-    return slots
+def hlo_layout_indices(node_feat_raw: np.ndarray) -> np.ndarray:
+    """int64 [nodes, 6]: each node's HLO layout (`layouts.hlo_layouts`, row-major fallback) stored +1 (0 = padding),
+    the encoding of the model's layout inputs."""
+    return layouts.hlo_layouts(node_feat_raw) - LAYOUT_VALUE_MIN
 
 
 def log_elements(node_feat_raw: np.ndarray) -> np.ndarray:
     """float32 [nodes]: log1p of the number of elements of each node's output tensor."""
-    shape = np.asarray(node_feat_raw, dtype=np.float64)[:, SHAPE_COLUMNS]
-    return np.log1p(np.where(shape > 0, shape, 1.0).prod(axis=1)).astype(np.float32)
+    return np.log1p(layouts.element_counts(node_feat_raw)).astype(np.float32)
 
 
-def block_codes(blocks: torch.Tensor) -> torch.Tensor:
-    """int64 [...] base-7 code of layout blocks [..., 6] stored +1; all-padding (default) blocks get code 0."""
-    weights = _BASE ** torch.arange(MAX_DIMS, device=blocks.device)
+def index_block_codes(blocks: torch.Tensor) -> torch.Tensor:
+    """int64 [...]: `layouts.block_codes` of layout blocks [..., 6] stored +1, on the blocks' device (per config
+    batch, so it stays in torch); all-padding (default) blocks get code 0."""
+    weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, device=blocks.device)
     return (blocks * weights).sum(dim=-1)
 
 
@@ -84,7 +55,7 @@ def effective_configs(configs: torch.Tensor, default_blocks: torch.Tensor) -> tu
         (int64 [configs, configurable, 18] effective blocks, bool [configs, configurable, 3] block was default).
     """
     n_configs, n_cfg, _ = configs.shape
-    blocks = configs.reshape(n_configs, n_cfg, LAYOUT_BLOCKS, MAX_DIMS)           # [configs, configurable, 3, 6]
+    blocks = configs.reshape(n_configs, n_cfg, len(LAYOUT_BLOCKS), MAX_DIMS)           # [configs, configurable, 3, 6]
     is_default = (blocks == 0).all(dim=-1)                                       # [configs, configurable, 3]
     eff = torch.where(is_default.unsqueeze(-1), default_blocks.unsqueeze(0), blocks)
     return eff.reshape(n_configs, n_cfg, -1), is_default                         # [configs, configurable, 18]
@@ -99,7 +70,8 @@ def mismatch_features(configs: torch.Tensor, is_default: torch.Tensor, graph) ->
         graph: GraphTensors with hlo_code, node_config_ids, edge_slot, log_elements.
     """
     n_configs = configs.shape[0]
-    codes = block_codes(configs.reshape(n_configs, configs.shape[1], LAYOUT_BLOCKS, MAX_DIMS))  # [configs, cfg, 3]
+    blocks = configs.reshape(n_configs, configs.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, cfg, 3, 6]
+    codes = index_block_codes(blocks)                                            # [configs, cfg, 3]
     produced = graph.hlo_code.unsqueeze(0).expand(n_configs, -1).clone()        # [configs, nodes]
     produced[:, graph.node_config_ids] = codes[:, :, 0]
     expected = graph.hlo_code[graph.producer].unsqueeze(0).expand(n_configs, -1).clone()  # [configs, edges]

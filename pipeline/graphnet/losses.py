@@ -1,6 +1,7 @@
 """Ranking losses over the configs of one graph. Convention: lower score = predicted faster.
 
-Element-wise losses lost badly in the competition (docs/solutions.md §5.2); both losses here only see the order.
+Element-wise losses lost badly in the competition (docs/solutions.md, "Ranking losses only"); both losses here
+only see the order.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def _check(scores: torch.Tensor, runtimes: torch.Tensor) -> None:
         raise ValueError(f"scores {tuple(scores.shape)} and runtimes {tuple(runtimes.shape)} must be equal 1-d shapes")
 
 
-def ordered_pairs(runtimes: torch.Tensor, min_gap: float = 0.0) -> torch.Tensor:
+def ordered_pairs(runtimes: torch.Tensor, min_gap: float) -> torch.Tensor:
     """bool [configs, configs]: config i is faster than j by more than a relative gap `min_gap`.
 
     runtime_j > runtime_i * (1 + min_gap); with min_gap > 0, near-tied pairs (measurement noise, duplicates that
@@ -23,7 +24,7 @@ def ordered_pairs(runtimes: torch.Tensor, min_gap: float = 0.0) -> torch.Tensor:
     return runtimes[None, :] > runtimes[:, None] * (1.0 + min_gap)
 
 
-def pairwise_hinge(scores: torch.Tensor, runtimes: torch.Tensor, margin: float, min_gap: float = 0.0) -> torch.Tensor:
+def pairwise_hinge(scores: torch.Tensor, runtimes: torch.Tensor, margin: float, min_gap: float) -> torch.Tensor:
     """Mean over ordered pairs (`ordered_pairs`, i faster than j) of max(0, margin - (score_j - score_i)).
 
     Zero when every faster config scores at least `margin` lower than every slower one; pairs with equal runtimes
@@ -51,7 +52,7 @@ def listmle(scores: torch.Tensor, runtimes: torch.Tensor) -> torch.Tensor:
 
 
 def ranking_loss(name: str, scores: torch.Tensor, runtimes: torch.Tensor, margin: float,
-                 min_gap: float = 0.0) -> torch.Tensor:
+                 min_gap: float) -> torch.Tensor:
     """The configured loss (`gnn.loss`); min_gap applies to the pairwise hinge."""
     if name == "pairwise_hinge":
         return pairwise_hinge(scores, runtimes, margin, min_gap)

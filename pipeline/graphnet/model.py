@@ -10,30 +10,19 @@
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
+from pipeline.config import by_search
 from pipeline.graphnet.attention import MIXERS, ConfigSelfAttention
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
 from pipeline.graphnet.layers import SAGEBlock, SharedDropout
+from pipeline.tpugraphs.schema import COLLECTION_KINDS
 
-KINDS = ("layout", "tile")
 REDUCTIONS = ("sum", "mean")
-
-
-def by_search(value, key: str, kind: str, search: str | None):
-    """A gnn setting given once, or as a mapping by search (`random` / `default`) with `tile` for tile graphs."""
-    if not isinstance(value, Mapping):
-        return value
-    entry = "tile" if kind == "tile" else search
-    if entry not in value:
-        raise ValueError(f"gnn.{key} has no entry {entry!r} for a {kind} graph of search {search!r}; "
-                         f"found {list(value)}")
-    return value[entry]
 
 
 @dataclass(frozen=True)
@@ -51,25 +40,26 @@ class ModelSpec:
     residual: bool
     cross_attention: bool
     attention_heads: int
-    cross_mixer: str = "gate"        # per-node config mixer in every block when cross_attention: gate | center
-    cross_pooled: bool = True        # config self-attention over pooled embeddings when cross_attention
-    effective_layout: bool = False   # layout: default blocks replaced by the layouts they stand for (+ flags)
-    edge_mismatch: bool = False      # layout: per-node counts of mismatched (copy) edges under the config
-    node_reduce: str = "mean"        # layout: sum | mean of the per-node scalar head over nodes
-    pooled_head: bool = True         # layout: add the MLP head on mean+max pooled nodes
+    cross_mixer: str          # per-node config mixer in every block when cross_attention: one of MIXERS
+    cross_pooled: bool        # config self-attention over pooled embeddings when cross_attention
+    effective_layout: bool    # layout: default blocks replaced by the layouts they stand for (+ flags)
+    edge_mismatch: bool       # layout: per-node counts of mismatched (copy) edges under the config
+    node_reduce: str          # layout: one of REDUCTIONS, of the per-node scalar head over nodes
+    pooled_head: bool         # layout: add the MLP head on mean+max pooled nodes
 
     @classmethod
     def from_cfg(cls, kind: str, node_feat_dim: int, gnn, search: str | None = None) -> "ModelSpec":
-        """Build from the `gnn` config group (keys added later fall back to the dataclass defaults); `gnn.norm`
-        may be given by search (`by_search`), hence the collection's `search`."""
-        optional = {f: gnn.get(f) for f in ("cross_mixer", "cross_pooled", "effective_layout", "edge_mismatch",
-                                            "node_reduce", "pooled_head") if gnn.get(f) is not None}
+        """Build from the `gnn` config group (every key required: conf/gnn holds the values); `gnn.norm` may be
+        given by search (`by_search`), hence the collection's `search`."""
         spec = cls(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden),
                    opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim),
                    layers=int(gnn.layers), dropout=float(gnn.dropout),
-                   norm=str(by_search(gnn.norm, "norm", kind, search)),
+                   norm=str(by_search(gnn.norm, "gnn.norm", kind, search)),
                    residual=bool(gnn.residual), cross_attention=bool(gnn.cross_attention),
-                   attention_heads=int(gnn.attention_heads), **optional)
+                   attention_heads=int(gnn.attention_heads), cross_mixer=str(gnn.cross_mixer),
+                   cross_pooled=bool(gnn.cross_pooled), effective_layout=bool(gnn.effective_layout),
+                   edge_mismatch=bool(gnn.edge_mismatch), node_reduce=str(gnn.node_reduce),
+                   pooled_head=bool(gnn.pooled_head))
         if spec.cross_mixer not in MIXERS:
             raise ValueError(f"gnn.cross_mixer={spec.cross_mixer!r}; expected one of {tuple(MIXERS)}")
         if spec.node_reduce not in REDUCTIONS:
@@ -200,4 +190,4 @@ def build_model(spec: ModelSpec) -> nn.Module:
         return LayoutModel(spec)
     if spec.kind == "tile":
         return TileModel(spec)
-    raise ValueError(f"unknown collection kind {spec.kind!r}; expected one of {KINDS}")
+    raise ValueError(f"unknown collection kind {spec.kind!r}; expected one of {COLLECTION_KINDS}")

@@ -1,8 +1,8 @@
 """Graph segments for Graph Segment Training (GST, `gnn.mode=gst`): node blocks and their exact halos.
 
 A layout graph is cut into segments of at most `gst.segment_size` nodes: contiguous node-id blocks
-(`gst.split=contiguous`, near-equal sizes, as GST's `N // size + 1` parts), or the graph's own HLO computations
-(`gst.split=node_splits`: a segment starts at every `node_splits` boundary; computations larger than the limit
+(`gst.segmentation=contiguous`, near-equal sizes, as GST's `N // size + 1` parts), or the graph's own HLO computations
+(`gst.segmentation=node_splits`: a segment starts at every `node_splits` boundary; computations larger than the limit
 are cut into near-equal blocks and consecutive small ones are merged while they fit).
 
 Each segment carries its halo: every node within `layers + 1` undirected hops of the segment's own nodes, with
@@ -25,7 +25,7 @@ from pipeline.graphnet.data import GraphTensors, graph_tensors
 from pipeline.pruned import PrunedGraph
 from pipeline.pruning.subgraph import induced_subgraph, khop_mask
 
-SPLITS = ("contiguous", "node_splits")
+SEGMENTATIONS = ("contiguous", "node_splits")   # how a graph is cut into segments (gnn.gst.segmentation)
 
 
 @dataclass
@@ -51,26 +51,26 @@ def _near_equal(start: int, stop: int, size: int) -> list[int]:
     return [int(round(x)) for x in np.linspace(start, stop, parts + 1)[1:-1]]
 
 
-def segment_bounds(n_nodes: int, segment_size: int, split: str = "contiguous",
+def segment_bounds(n_nodes: int, segment_size: int, segmentation: str,
                    node_splits: np.ndarray | None = None, node_ids: np.ndarray | None = None) -> np.ndarray:
     """Boundaries of the segments: int64 [segments + 1], 0 first, n_nodes last, every block <= segment_size.
 
     Args:
         n_nodes: nodes of the (pruned or whole) graph.
         segment_size: most nodes per segment (>= 1).
-        split: `contiguous` or `node_splits`.
+        segmentation: one of SEGMENTATIONS.
         node_splits: ORIGINAL node ids starting the HLO computations (`node_splits` of the npz), for `node_splits`.
         node_ids: [nodes] ascending original id of each graph node (pruned graphs), for `node_splits`.
     """
     if segment_size < 1:
         raise ValueError(f"gst.segment_size={segment_size}; expected >= 1")
-    if split not in SPLITS:
-        raise ValueError(f"gst.split={split!r}; expected one of {SPLITS}")
+    if segmentation not in SEGMENTATIONS:
+        raise ValueError(f"gst.segmentation={segmentation!r}; expected one of {SEGMENTATIONS}")
     if n_nodes == 0:
         return np.zeros(1, np.int64)
-    if split == "node_splits":
+    if segmentation == "node_splits":
         if node_splits is None or node_ids is None:
-            raise ValueError("gst.split=node_splits needs the graph's node_splits and node_ids")
+            raise ValueError("gst.segmentation=node_splits needs the graph's node_splits and node_ids")
         # a computation starting at a pruned-away node starts at the next kept node
         starts = np.searchsorted(np.asarray(node_ids), np.asarray(node_splits, dtype=np.int64).ravel())
         pieces = np.unique(np.concatenate([[0, n_nodes], starts[(starts > 0) & (starts < n_nodes)]]))
@@ -94,15 +94,15 @@ def _merge_pieces(pieces: np.ndarray, segment_size: int) -> list[int]:
     return cuts
 
 
-def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, split: str = "contiguous") -> list[Segment]:
+def build_segments(graph: PrunedGraph, segment_size: int, halo_hops: int, segmentation: str) -> list[Segment]:
     """The segments of a layout graph with their halos (`halo_hops` = model layers + 1), in node order."""
     if graph.node_config_ids is None:
         raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: GST segments need a layout graph "
                          "(node_config_ids missing)")
-    if split == "node_splits" and graph.node_splits is None:
-        raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: node_splits missing, so gst.split=node_splits "
-                         "cannot cut it; use gst.split=contiguous")
-    bounds = segment_bounds(graph.n_nodes, segment_size, split, graph.node_splits, graph.node_ids)
+    if segmentation == "node_splits" and graph.node_splits is None:
+        raise ValueError(f"pruned graph {graph.split}/{graph.graph_id}: node_splits missing, so "
+                         "gst.segmentation=node_splits cannot cut it; use gst.segmentation=contiguous")
+    bounds = segment_bounds(graph.n_nodes, segment_size, segmentation, graph.node_splits, graph.node_ids)
     edges = np.asarray(graph.edge_index, dtype=np.int64).reshape(-1, 2)     # [edges, (consumer, producer)]
     config_ids = np.asarray(graph.node_config_ids, dtype=np.int64)
     segments = []

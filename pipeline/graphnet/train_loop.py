@@ -1,6 +1,9 @@
 """The training loop: sampled configs per graph, ranking loss, AdamW + warm-up/cosine, clipping, bf16 on CUDA,
 per-epoch validation (model selection by the collection metric) and an exactly resumable checkpoint.
 
+`fit` takes typed settings (`TrainSettings`, `GSTSettings`) and runs: `_setup` (optimiser, schedule, GST trainer),
+`_resume`, then per epoch `_train_epoch`, `validate`, `_select` and `_save_checkpoint`.
+
 Randomness: the graph order of epoch e comes from rng (seed, e) (shared by all ranks), config sampling from a
 per-rank generator and dropout from torch's RNG; all of it is checkpointed, so resuming reproduces the
 uninterrupted run bit for bit on CPU.
@@ -20,15 +23,50 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.scoring import metrics
+from pipeline.config import by_search
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs, shard
 from pipeline.graphnet.distributed import DistInfo, average_gradients, gather_objects
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache, freeze_to_head
-from pipeline.graphnet.infer import autocast, predict_rows
+from pipeline.graphnet.infer import InferSettings, autocast, predict_rows
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec
 from pipeline.pruned import PrunedGraph
+from pipeline.scoring import metrics
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What training reads from the `gnn` group, resolved for one collection (values by search picked)."""
+
+    lr: float                     # peak AdamW learning rate
+    weight_decay: float
+    warmup_frac: float            # share of the optimiser steps spent warming up, then cosine decay to 0
+    epochs: int
+    steps_per_epoch: int | None   # None: one pass over the (rank's share of the) train graphs
+    graphs_per_step: int          # graphs whose losses are averaged into one optimiser step
+    configs_per_graph: int        # configs sampled per graph per step
+    grad_clip: float | None       # max gradient norm, None: no clipping
+    loss: str                     # pipeline.graphnet.losses.ranking_loss name
+    margin: float
+    min_gap: float
+    resume: bool                  # continue from the checkpoint when it exists
+    amp: bool                     # bf16 autocast on CUDA
+    valid_max_configs: int        # per-epoch model selection scores at most this many configs per valid graph
+    valid: InferSettings          # how valid configs are scored (one TTA ordering)
+
+    @classmethod
+    def from_cfg(cls, gnn, kind: str, search: str | None) -> "TrainSettings":
+        """From the `gnn` group for a collection of `kind` and `search` (`lr`, `configs_per_graph` by search)."""
+        return cls(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
+                   warmup_frac=float(gnn.warmup_frac), epochs=int(gnn.epochs),
+                   steps_per_epoch=int(gnn.steps_per_epoch) if gnn.steps_per_epoch else None,
+                   graphs_per_step=max(1, int(gnn.graphs_per_step)),
+                   configs_per_graph=int(by_search(gnn.configs_per_graph, "gnn.configs_per_graph", kind, search)),
+                   grad_clip=float(gnn.grad_clip) if gnn.grad_clip else None, loss=str(gnn.loss),
+                   margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume), amp=bool(gnn.amp),
+                   valid_max_configs=int(gnn.valid_max_configs),
+                   valid=InferSettings(infer_batch=int(gnn.infer_batch), tta=1, amp=bool(gnn.amp)))
 
 
 @dataclass
@@ -74,16 +112,16 @@ def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(graph.n_kept, size=max_configs, replace=False))
 
 
-def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, seed: int, device: torch.device,
-             info: DistInfo, segments: SegmentCache | None = None) -> dict[str, float]:
+def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: TrainSettings, seed: int,
+             device: torch.device, info: DistInfo, segments: SegmentCache | None = None) -> dict[str, float]:
     """Collection metric per valid graph (kept configs, one TTA ordering), graphs sharded over ranks."""
     model.eval()
     mine = {}
     for graph in graphs[info.rank::info.world]:
-        rows = valid_rows(graph, int(gnn.valid_max_configs), seed)
+        rows = valid_rows(graph, settings.valid_max_configs, seed)
         rng = np.random.default_rng([seed, zlib.crc32(graph.graph_id.encode())])
         tensors = graph_tensors(graph).to(device) if segments is None else None
-        scores = predict_rows(model, kind, graph, tensors, rows, int(gnn.infer_batch), 1, rng, device, bool(gnn.amp),
+        scores = predict_rows(model, kind, graph, tensors, rows, settings.valid, rng, device,
                               None if segments is None else segments.get(graph))
         truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
         mine[graph.graph_id] = metrics.graph_score(kind, scores, truth)
@@ -94,8 +132,8 @@ def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, seed: 
     return merged
 
 
-def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: int, rng: np.random.Generator,
-               device: torch.device, ddp: bool, cache: dict | None = None,
+def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: TrainSettings,
+               rng: np.random.Generator, device: torch.device, ddp: bool, cache: dict | None = None,
                gst: GSTTrainer | None = None) -> tuple[float, int]:
     """Forward/backward over a few graphs (gradients accumulated); returns (mean loss, configs seen).
 
@@ -104,129 +142,170 @@ def train_step(model: nn.Module, kind: str, graphs: list[PrunedGraph], gnn, k: i
     """
     total, seen = 0.0, 0
     cache = {} if cache is None else cache
+    k = settings.configs_per_graph
     for i, graph in enumerate(graphs):
-        rows = sample_configs(graph, k, rng) if gst is None else gst.sample(graph, k, rng)
+        visit = None if gst is None else gst.sample(graph, k, rng)
+        rows = sample_configs(graph, k, rng) if visit is None else visit.rows
         if gst is None and graph.graph_id not in cache:
             cache[graph.graph_id] = graph_tensors(graph).to(device)
         configs = config_batch(kind, graph, rows).to(device)
         target = runtimes(graph, rows).to(device)
         sync = nullcontext() if (not ddp or i == len(graphs) - 1) else model.no_sync()
         with sync:
-            with autocast(device, bool(gnn.amp)):
+            with autocast(device, settings.amp):
                 if gst is None:
                     scores = model(cache[graph.graph_id], configs)          # [configs]
                 else:
-                    scores = gst.scores(graph, rows, configs, rng)          # [configs]
-            loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin),
-                                float(gnn.get("min_gap", 0.0))) / len(graphs)
+                    scores = gst.scores(graph, visit, configs, rng)         # [configs]
+            loss = ranking_loss(settings.loss, scores.float(), target, settings.margin, settings.min_gap) / len(graphs)
             loss.backward()
         total += float(loss.detach()) * len(graphs)
         seen += len(rows)
     return total / len(graphs), seen
 
 
-def fit(model: nn.Module, spec: ModelSpec, kind: str, train_graphs: list[PrunedGraph],
-        valid_graphs: list[PrunedGraph], gnn, configs_per_graph: int, seed: int, checkpoint_path: Path,
-        device: torch.device, info: DistInfo = DistInfo(), on_epoch: Callable[[dict], None] | None = None,
-        max_epochs: int | None = None, lr: float | None = None, gst: GSTSettings | None = None) -> FitResult:
+@dataclass
+class _Run:
+    """The state of one training run: what an epoch updates and the checkpoint holds."""
+
+    model: nn.Module                       # as trained (DDP-wrapped when distributed)
+    core: nn.Module                        # the model itself
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    rng: np.random.Generator               # this rank's config sampling
+    visits: list[PrunedGraph]              # an epoch's graph visits (GST: one per `segments_per_step` segments)
+    segments: SegmentCache | None = None   # GST only
+    trainer: GSTTrainer | None = None      # GST only
+    start: int = 0                         # first epoch to run
+    cache: dict = field(default_factory=dict)
+
+
+def steps_per_epoch(settings: TrainSettings, n_items: int, world: int) -> int:
+    """Optimiser steps per epoch: settings.steps_per_epoch, else one pass over this rank's share of n_items."""
+    if settings.steps_per_epoch:
+        return settings.steps_per_epoch
+    per_rank = -(-n_items // world)
+    return max(1, -(-per_rank // settings.graphs_per_step))
+
+
+def _setup(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], settings: TrainSettings,
+           gst: GSTSettings | None, seed: int, device: torch.device, info: DistInfo) -> _Run:
+    """Optimiser, GST trainer, epoch visits, warm-up/cosine schedule and random generators, in this order."""
+    core = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    segments = None if gst is None else SegmentCache(gst, spec.layers + 1, device)
+    trainer = None if gst is None else GSTTrainer(core, gst, segments)
+    # an epoch trains every node once: in GST a graph is visited once per `segments_per_step` of its segments
+    visits = train_graphs if gst is None else [g for g in train_graphs for _ in range(trainer.visits(g))]
+    finetune_scale = gst.finetune_lr_scale if gst else 0.0
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(
+        settings.epochs * steps_per_epoch(settings, len(visits), info.world), settings.warmup_frac, finetune_scale))
+    rng = np.random.default_rng([seed, info.rank])
+    torch.manual_seed(seed + info.rank)
+    return _Run(model=model, core=core, optimizer=optimizer, scheduler=scheduler, rng=rng, visits=visits,
+                segments=segments, trainer=trainer)
+
+
+def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_path: Path) -> FitResult:
+    """Restore a run from its checkpoint `state`; returns the FitResult so far."""
+    if state["spec"] != spec.to_dict() or len(state["rng"]) != info.world:
+        raise ValueError(f"{checkpoint_path}: checkpoint was written for another model spec or world size; "
+                         "delete it or run with gnn.resume=false")
+    run.core.load_state_dict(state["model"])
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    ckpt.restore_rng_state(state["rng"][info.rank], run.rng)
+    run.start = state["epoch"] + 1
+    if run.trainer is not None:
+        run.trainer.load_state_dict(state["gst"][info.rank])
+    return FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"], best_score=state["best_score"],
+                     curve=state["curve"], valid_per_graph=state["valid_per_graph"])
+
+
+def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, settings: TrainSettings, seed: int,
+                 device: torch.device, info: DistInfo) -> tuple[list[float], int]:
+    """One epoch of optimiser steps over this rank's share of `items`; returns (step losses, configs seen)."""
+    stream = shard(items, info.rank, info.world, np.random.default_rng([seed, epoch]))
+    gps, losses, seen = settings.graphs_per_step, [], 0
+    for step in range(steps_per_epoch(settings, len(items), info.world)):
+        batch = [stream[(step * gps + j) % len(stream)] for j in range(gps)]
+        run.optimizer.zero_grad(set_to_none=True)
+        loss, n = train_step(run.model, kind, batch, settings, run.rng, device,
+                             info.enabled and run.trainer is None, run.cache, run.trainer)
+        if run.trainer is not None:
+            average_gradients(run.core, info)
+        if settings.grad_clip:
+            nn.utils.clip_grad_norm_(run.model.parameters(), settings.grad_clip)
+        run.optimizer.step()
+        run.scheduler.step()
+        losses.append(loss)
+        seen += n
+    return losses, seen
+
+
+def _select(result: FitResult, core: nn.Module, epoch: int, score: float, per_graph: dict) -> None:
+    """Keep this epoch's weights when it is the best on valid so far (always, without valid graphs)."""
+    if not per_graph or score > result.best_score:
+        result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
+        result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
+
+
+def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, info: DistInfo, path: Path) -> None:
+    """Every rank's random and GST state gathered; rank 0 writes the resumable checkpoint."""
+    rngs = gather_objects(ckpt.rng_state(run.rng), info)
+    gst_states = None if run.trainer is None else gather_objects(run.trainer.state_dict(), info)
+    if info.is_main:
+        ckpt.save_atomic({"epoch": epoch, "spec": spec.to_dict(), "model": run.core.state_dict(),
+                          "optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
+                          "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
+                          "best_score": result.best_score, "curve": result.curve,
+                          "valid_per_graph": result.valid_per_graph, "gst": gst_states}, path)
+
+
+def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], valid_graphs: list[PrunedGraph],
+        settings: TrainSettings, gst: GSTSettings | None, seed: int, checkpoint_path: Path, device: torch.device,
+        info: DistInfo = DistInfo(), on_epoch: Callable[[dict], None] | None = None,
+        max_epochs: int | None = None) -> FitResult:
     """Train `model` (already on `device`, DDP-wrapped when distributed) and select the best epoch on valid.
 
-    `lr` is the peak learning rate (None: gnn.lr, which must then be a number).
     `gst`: Graph Segment Training (pipeline.graphnet.gst) instead of whole-graph steps; the model is then NOT wrapped
     in DDP (its segments are not one forward call) and gradients are averaged over ranks explicitly. A GST epoch
     visits every graph once per `segments_per_step` of its segments, so that, as in the pruned mode, it trains
     every node once. The last gst.finetune_epochs epochs (one visit per graph) train the prediction head only.
     Every rank's historical table and segment cycles are part of the checkpoint.
 
-    Writes the resumable checkpoint (rank 0) after every epoch; with gnn.resume it continues from it.
+    Writes the resumable checkpoint (rank 0) after every epoch; with settings.resume it continues from it.
     `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
     """
     if not train_graphs:
         raise ValueError("gnn: no train graphs in the pruned collection")
-    core = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=float(gnn.lr if lr is None else lr),
-                                  weight_decay=float(gnn.weight_decay))
-    segments = None if gst is None else SegmentCache(gst, spec.layers + 1, device)
-    trainer = None if gst is None else GSTTrainer(core, gst, segments)
-    # an epoch trains every node once: in GST a graph is visited once per `segments_per_step` of its segments
-    visits = train_graphs if gst is None else [g for g in train_graphs for _ in range(trainer.visits(g))]
-    gps = max(1, int(gnn.graphs_per_step))
-
-    def steps_for(items: list) -> int:
-        if gnn.steps_per_epoch:
-            return int(gnn.steps_per_epoch)
-        per_rank = -(-len(items) // info.world)
-        return max(1, -(-per_rank // gps))
-
-    epochs = int(gnn.epochs)
-    finetune_epochs, finetune_scale = (gst.finetune_epochs, gst.finetune_lr_scale) if gst else (0, 0.0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, warmup_cosine(epochs * steps_for(visits), float(gnn.warmup_frac), finetune_scale))
-    rng = np.random.default_rng([seed, info.rank])
-    torch.manual_seed(seed + info.rank)
-    start, result = 0, FitResult(best_state=copy.deepcopy(core.state_dict()), best_epoch=-1, best_score=-math.inf)
-
-    state = ckpt.load_checkpoint(checkpoint_path) if gnn.resume else None
+    run = _setup(model, spec, train_graphs, settings, gst, seed, device, info)
+    result = FitResult(best_state=copy.deepcopy(run.core.state_dict()), best_epoch=-1, best_score=-math.inf)
+    state = ckpt.load_checkpoint(checkpoint_path) if settings.resume else None
     if state is not None:
-        if state["spec"] != spec.to_dict() or len(state["rng"]) != info.world:
-            raise ValueError(f"{checkpoint_path}: checkpoint was written for another model spec or world size; "
-                             "delete it or run with gnn.resume=false")
-        core.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        ckpt.restore_rng_state(state["rng"][info.rank], rng)
-        start = state["epoch"] + 1
-        result = FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"],
-                           best_score=state["best_score"], curve=state["curve"],
-                           valid_per_graph=state["valid_per_graph"])
-        if trainer is not None:
-            trainer.load_state_dict(state["gst"][info.rank])
+        result = _resume(run, state, spec, info, checkpoint_path)
 
     model.train()
-    cache: dict = {}
-    total = epochs + finetune_epochs
-    stop = total if max_epochs is None else min(total, start + max_epochs)
-    for epoch in range(start, stop):
+    total = settings.epochs + (gst.finetune_epochs if gst else 0)
+    stop = total if max_epochs is None else min(total, run.start + max_epochs)
+    for epoch in range(run.start, stop):
         tic = time.perf_counter()
-        items = visits
-        if trainer is not None and epoch >= epochs:      # head fine-tuning: one visit per graph
-            trainer.finetune, items = True, train_graphs
-            freeze_to_head(core)
-        stream = shard(items, info.rank, info.world, np.random.default_rng([seed, epoch]))
-        losses, seen = [], 0
-        for step in range(steps_for(items)):
-            batch = [stream[(step * gps + j) % len(stream)] for j in range(gps)]
-            optimizer.zero_grad(set_to_none=True)
-            loss, n = train_step(model, kind, batch, gnn, configs_per_graph, rng, device,
-                                 info.enabled and gst is None, cache, trainer)
-            if gst is not None:
-                average_gradients(core, info)
-            if gnn.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), float(gnn.grad_clip))
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss)
-            seen += n
+        items = run.visits
+        if run.trainer is not None and epoch >= settings.epochs:      # head fine-tuning: one visit per graph
+            run.trainer.finetune, items = True, train_graphs
+            freeze_to_head(run.core)
+        losses, seen = _train_epoch(run, items, epoch, spec.kind, settings, seed, device, info)
         train_seconds = time.perf_counter() - tic
-        per_graph = validate(core, kind, valid_graphs, gnn, seed, device, info, segments) if valid_graphs else {}
+        per_graph = (validate(run.core, spec.kind, valid_graphs, settings, seed, device, info, run.segments)
+                     if valid_graphs else {})
         score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
         rank_stats = gather_objects((float(np.mean(losses)), seen), info)
         row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
-               "lr": float(scheduler.get_last_lr()[0]), "train_seconds": train_seconds,
+               "lr": float(run.scheduler.get_last_lr()[0]), "train_seconds": train_seconds,
                "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9)}
         result.curve.append(row)
-        if not per_graph or score > result.best_score:
-            result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
-            result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
-        rngs = gather_objects(ckpt.rng_state(rng), info)
-        gst_states = None if trainer is None else gather_objects(trainer.state_dict(), info)
-        if info.is_main:
-            ckpt.save_atomic({"epoch": epoch, "spec": spec.to_dict(), "model": core.state_dict(),
-                              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                              "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
-                              "best_score": result.best_score, "curve": result.curve,
-                              "valid_per_graph": result.valid_per_graph,
-                              "gst": gst_states}, checkpoint_path)
+        _select(result, run.core, epoch, score, per_graph)
+        _save_checkpoint(run, result, epoch, spec, info, checkpoint_path)
         if on_epoch is not None and info.is_main:
             on_epoch(row)
     return result

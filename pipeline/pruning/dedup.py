@@ -5,13 +5,12 @@ Within a chunk identical rows are found exactly with `np.unique` on a void view;
 row is remembered by a 128-bit BLAKE2b digest of its bytes, so memory is O(chunk + distinct rows * 16 bytes),
 never O(configs * row size). Kept rows are the first occurrences, in original order: kept row k is the k-th
 distinct row met. `sink` receives each chunk's new distinct rows as they are found, so the kept rows can be
-written to disk in one pass (see `NpyStreamWriter`).
+written to disk in one pass (see `pipeline.tpugraphs.npy.NpyStreamWriter`).
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -101,51 +100,3 @@ def aggregate(values: np.ndarray, dedup: Dedup, how: str) -> np.ndarray:
     if how == "mean":
         return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
     raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {how!r}")
-
-
-class NpyStreamWriter:
-    """Write a C-order `.npy` file row block by row block when the row count is only known at the end.
-
-    The header is written for `max_rows` (an upper bound) and rewritten, at the same length, with the rows actually
-    appended when the writer closes; the data offset stays put. Memory ~ one block. Use as a context manager;
-    on error the partial file is removed.
-    """
-
-    def __init__(self, path: str | Path, row_shape: tuple[int, ...], dtype, max_rows: int):
-        self.path = Path(path)
-        self.row_shape = tuple(int(d) for d in row_shape)
-        self.dtype = np.dtype(dtype)
-        self.rows = 0
-        self.max_rows = int(max_rows)
-        self._header_len = len(self._header(self.max_rows))
-        self._file = open(self.path, "wb")
-        self._file.write(self._header(self.max_rows))
-
-    def _header(self, rows: int, length: int | None = None) -> bytes:
-        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                     "shape": (rows, *self.row_shape)})
-        prefix = np.lib.format.MAGIC_PREFIX + bytes([1, 0])
-        # magic + version + uint16 header length + header text padded with spaces, ending in '\n'
-        total = length or -(-(len(prefix) + 2 + len(text) + 1) // 64) * 64
-        body = text.encode("latin1").ljust(total - len(prefix) - 2 - 1) + b"\n"
-        return prefix + len(body).to_bytes(2, "little") + body
-
-    def write(self, block: np.ndarray) -> None:
-        block = np.ascontiguousarray(block, dtype=self.dtype)
-        if block.shape[1:] != self.row_shape:
-            raise ValueError(f"{self.path}: block rows of shape {block.shape[1:]}, expected {self.row_shape}")
-        if self.rows + len(block) > self.max_rows:
-            raise ValueError(f"{self.path}: more than the announced {self.max_rows} rows")
-        self._file.write(block.tobytes())
-        self.rows += len(block)
-
-    def __enter__(self) -> "NpyStreamWriter":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self._file.seek(0)
-            self._file.write(self._header(self.rows, self._header_len))
-        self._file.close()
-        if exc_type is not None:
-            self.path.unlink(missing_ok=True)

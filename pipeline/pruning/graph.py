@@ -2,9 +2,9 @@
 
 Per graph: load and validate (`tpugraphs.load_graph`); keep the configurable nodes' k-hop subgraph (layout;
 tile graphs stay whole); re-pad `node_feat` (and tile `config_feat`) with `pad_value`; de-duplicate the
-configurations on train and valid (test rows stay as they are, in order); compute the target runtimes (layout:
-`config_runtime`; tile: `config_runtime / config_runtime_normalizers`; test: zeros, nothing divides by test
-normalizers). Layout `node_config_feat` is streamed chunk by chunk straight into its `.npy`, so memory is one chunk
+configurations on the labelled splits, train and valid (test rows stay as they are, in order); compute the target
+runtimes (layout: `config_runtime`; tile: `config_runtime / config_runtime_normalizers`; test: zeros, nothing
+divides by test normalizers). Layout `node_config_feat` is streamed chunk by chunk straight into its `.npy`, so memory is one chunk
 plus O(configs), whatever the file size.
 
 `node_feat` is written provisionally equal to `node_feat_raw`; the stage overwrites it with the normalised
@@ -20,15 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.pruning.dedup import Dedup, NpyStreamWriter, aggregate, dedup_chunks, identity_dedup
+from pipeline.files import atomic_path
+from pipeline.pruning.dedup import Dedup, aggregate, dedup_chunks, identity_dedup
 from pipeline.pruning.normalize import ColumnStats, Normalizer, signed_log
 from pipeline.pruned import PrunedGraph, save_pruned_graph
 from pipeline.pruning.repad import repad_config_feat, repad_node_feat
 from pipeline.pruning.subgraph import khop_subgraph
-from pipeline.tpugraphs.dataset import Collection, Graph, TpuGraphsFormatError, load_graph
+from pipeline.tpugraphs.dataset import Collection, Graph, load_graph
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npy import NpyStreamWriter
+from pipeline.tpugraphs.schema import LABELLED_SPLITS
 
 NODE_CONFIG_FEAT_FILE = "node_config_feat.npy"
-DEDUP_SPLITS = ("train", "valid")     # test configs are never dropped or reordered
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def _stream_node_config_feat(graph: Graph, path: Path, chunk_size: int) -> Dedup
     n_configs, shape = graph.n_configs, graph.node_config_feat_source.shape[1:]
     with NpyStreamWriter(path, shape, np.int8, max_rows=n_configs) as writer:
         chunks = graph.iter_node_config_feat(chunk_size)
-        if graph.split in DEDUP_SPLITS:
+        if graph.split in LABELLED_SPLITS:
             return dedup_chunks(chunks, n_configs, sink=writer.write)
         for _, chunk in chunks:
             writer.write(chunk)
@@ -93,10 +96,10 @@ def prune_graph(graph: Graph, params: GraphParams, folder: Path) -> tuple[dict, 
         if layout:
             dedup = _stream_node_config_feat(graph, staged, params.chunk_size)
         else:
-            dedup = (dedup_chunks([(0, graph.config_feat)], graph.n_configs) if graph.split in DEDUP_SPLITS
+            dedup = (dedup_chunks([(0, graph.config_feat)], graph.n_configs) if graph.split in LABELLED_SPLITS
                      else identity_dedup(graph.n_configs))
             config_feat = repad_config_feat(graph.config_feat[dedup.first], params.pad_value)   # [kept, 24]
-        kept_runtime = (aggregate(runtime, dedup, params.dedup) if graph.split in DEDUP_SPLITS
+        kept_runtime = (aggregate(runtime, dedup, params.dedup) if graph.split in LABELLED_SPLITS
                         else runtime[dedup.first])
         pruned = PrunedGraph(
             graph_id=graph.graph_id, split=graph.split, node_feat=node_feat_raw, node_feat_raw=node_feat_raw,
@@ -130,15 +133,12 @@ def prune_file(path: Path, collection: Collection, split: str, source_file: str,
         result.row = {**row, "source_file": source_file}
     except TpuGraphsFormatError as error:
         result.error = error
-        for leftover in (folder, folder.with_name(folder.name + ".tmp")):   # nothing half-written stays
-            shutil.rmtree(leftover, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)   # nothing half-written stays (atomic_path removed its temp)
     return result
 
 
 def write_normalized(folder: Path, normalizer: Normalizer) -> None:
     """Replace `<folder>/node_feat.npy` with the normalised `node_feat_raw.npy` (temp file + rename)."""
     node_feat = normalizer.apply(np.load(folder / "node_feat_raw.npy", allow_pickle=False))   # [nodes, kept cols]
-    tmp = folder / "node_feat.npy.tmp"
-    with open(tmp, "wb") as f:
+    with atomic_path(folder / "node_feat.npy") as tmp, open(tmp, "wb") as f:
         np.save(f, node_feat, allow_pickle=False)
-    os.replace(tmp, folder / "node_feat.npy")

@@ -1,7 +1,7 @@
 """Node-feature normalisation fitted on the train split only, saved as `normalizer.json` by stage `prune`.
 
 Transform of the re-padded `node_feat_raw` [nodes, 140]:
-1. columns whose name matches one of `log_columns` (fnmatch patterns over `repad.NODE_FEAT_NAMES`, e.g.
+1. columns whose name matches one of `log_columns` (fnmatch patterns over `schema.NODE_FEAT_NAMES`, e.g.
    `*_sum`, `*_product`, `shape_dimensions_*`) get `sign(x) * log1p(|x|)` (defined for the -1 padding too);
 2. every column is standardised with the mean and standard deviation of the train nodes (after step 1);
 3. columns that are constant on train (min == max) are dropped.
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from pipeline.pruning.repad import NODE_FEAT_DIM, NODE_FEAT_NAMES
+from pipeline.files import write_text
+from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
 
 def log_mask(patterns: Sequence[str], names: Sequence[str] = NODE_FEAT_NAMES) -> np.ndarray:
@@ -114,10 +114,7 @@ class Normalizer:
 
     def save(self, path: str | Path) -> None:
         """Write normalizer.json atomically (sorted keys, deterministic)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, path)
+        write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n", path)
 
     @classmethod
     def load(cls, path: str | Path) -> "Normalizer":

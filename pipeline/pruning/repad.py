@@ -31,54 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-NODE_FEAT_DIM = 140
-CONFIG_FEAT_DIM = 24
-MAX_DIMS = 6          # `_0.._5` lists
-CONV_SPATIAL = 4      # convolution spatial dims in the features
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_BLOCKS, CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM, CONV_SPATIAL_DIMS,
+                                       MAX_DIMS, NODE_FEAT_COLUMN, NODE_FEAT_DIM)
+
 NON_SPATIAL_DIMS = 2  # batch + feature dimensions of a convolution operand
-
-ELEMENT_TYPES = ("invalid", "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
-                 "bf16", "c64", "c128", "tuple", "opaque", "token")
-
-
-def _seq(prefix: str, n: int, tail: tuple[str, ...] = ("sum", "product")) -> list[str]:
-    return [f"{prefix}_{i}" for i in range(n)] + [f"{prefix}_{t}" for t in tail]
-
-
-def _conv(names: list[str]) -> list[str]:
-    return [f"convolution_dim_numbers_{n}" for n in names]
-
-
-NODE_FEAT_NAMES: tuple[str, ...] = tuple(
-    ["is_root", "element_size_in_bits"]
-    + [f"shape_element_type_is_{t}" for t in ELEMENT_TYPES]
-    + _seq("shape_dimensions", MAX_DIMS)
-    + ["shape_tuple_shapes_size", "parameter_number"]
-    + _seq("dimensions", MAX_DIMS, tail=())
-    + _seq("window_size", MAX_DIMS) + _seq("window_stride", MAX_DIMS)
-    + _seq("window_padding_low", MAX_DIMS) + _seq("window_padding_high", MAX_DIMS)
-    + _seq("window_window_dilation", MAX_DIMS) + _seq("window_base_dilation", MAX_DIMS)
-    + _seq("window_window_reversal", MAX_DIMS, tail=("true_count", "false_count"))
-    + _conv(["input_batch_dim", "input_feature_dim"])
-    + _conv([f"input_spatial_dims_{i}" for i in range(CONV_SPATIAL)])
-    + _conv(["kernel_input_feature_dim", "kernel_output_feature_dim"])
-    + _conv([f"kernel_spatial_dims_{i}" for i in range(CONV_SPATIAL)])
-    + _conv(["output_batch_dim", "output_feature_dim"])
-    + ["feature_group_count", "batch_group_count"]
-    + _seq("slice_dims_start", 2) + _seq("slice_dims_stride", 2) + _seq("slice_dims_limit", 2)
-    + _seq("dynamic_slice_sizes", 2)
-    + _seq("padding_config_edge_padding_low", 2) + _seq("padding_config_edge_padding_high", 2)
-    + ["is_stable"]
-    + _seq("layout_minor_to_major", MAX_DIMS, tail=())
-)
-assert len(NODE_FEAT_NAMES) == NODE_FEAT_DIM, len(NODE_FEAT_NAMES)
-
-CONFIG_FEAT_NAMES: tuple[str, ...] = tuple(
-    _seq("kernel_bounds", MAX_DIMS) + _seq("output_bounds", MAX_DIMS) + _seq("input_bounds", MAX_DIMS))
-assert len(CONFIG_FEAT_NAMES) == CONFIG_FEAT_DIM, len(CONFIG_FEAT_NAMES)
-
-_COL = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
-_CONFIG_COL = {name: i for i, name in enumerate(CONFIG_FEAT_NAMES)}
+_COL = NODE_FEAT_COLUMN
 
 
 def _cols(prefix: str, n: int, table: dict[str, int] = _COL) -> np.ndarray:
@@ -93,12 +50,12 @@ WINDOW_FAMILIES = [_cols(f"window_{f}", MAX_DIMS) for f in
                     "window_reversal")]
 CONV_BLOCK = np.arange(_COL["convolution_dim_numbers_input_batch_dim"],
                        _COL["convolution_dim_numbers_output_feature_dim"] + 1)
-CONV_SPATIAL_FAMILIES = [_cols("convolution_dim_numbers_input_spatial_dims", CONV_SPATIAL),
-                         _cols("convolution_dim_numbers_kernel_spatial_dims", CONV_SPATIAL)]
+CONV_SPATIAL_FAMILIES = [_cols("convolution_dim_numbers_input_spatial_dims", CONV_SPATIAL_DIMS),
+                         _cols("convolution_dim_numbers_kernel_spatial_dims", CONV_SPATIAL_DIMS)]
 SLICE_FAMILIES = [_cols(f"slice_dims_{f}", 2) for f in ("stride", "start", "limit")]   # stride gives the length
 DYNAMIC_SLICE_SIZES = _cols("dynamic_slice_sizes", 2)
 PADDING_CONFIG = [_cols(f"padding_config_edge_padding_{f}", 2) for f in ("low", "high")]
-BOUNDS = [_cols(f"{b}_bounds", MAX_DIMS, _CONFIG_COL) for b in ("kernel", "output", "input")]
+BOUNDS = [_cols(block, MAX_DIMS, CONFIG_FEAT_COLUMN) for block in CONFIG_FEAT_BLOCKS]
 
 
 def list_length(block: np.ndarray) -> np.ndarray:

@@ -8,8 +8,6 @@ Every model stage writes `<metrics_dir>/<stage>/<slug>.json` (collection scores,
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Mapping
 
@@ -17,6 +15,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from pipeline.files import write_csv, write_json
 from pipeline.scoring import metrics
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -57,16 +56,9 @@ def load_truth(cfg: DictConfig, collection: Collection, split: str) -> dict[str,
     return truth
 
 
-def write_json(payload: Mapping, path: Path) -> None:
-    """Write JSON atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
-def metrics_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
-    return Path(cfg.paths.metrics_dir) / stage / f"{collection.slug}.json"
+def metrics_file(metrics_dir: str | Path, stage: str, slug: str) -> Path:
+    """`<metrics_dir>/<stage>/<slug>.json`: the collection scores of one stage (`dvc metrics`)."""
+    return Path(metrics_dir) / stage / f"{slug}.json"
 
 
 def per_graph_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
@@ -77,10 +69,6 @@ def per_graph_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
 def scatter_file(plots_dir: str | Path, stage: str, slug: str) -> Path:
     """`<plots_dir>/<stage>/<slug>_scatter.csv`: predicted vs true rank of sampled valid configurations."""
     return Path(plots_dir) / stage / f"{slug}_scatter.csv"
-
-
-def per_graph_path(cfg: DictConfig, stage: str, collection: Collection) -> Path:
-    return per_graph_file(cfg.paths.plots_dir, stage, collection.slug)
 
 
 def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per_graph: int) -> pd.DataFrame:
@@ -95,14 +83,6 @@ def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per
         rows.append(pd.DataFrame({"graph_id": graph_id, "true_rank": true_rank[picked],
                                   "predicted_rank": predicted_rank[picked]}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["graph_id", "true_rank", "predicted_rank"])
-
-
-def write_csv(table: pd.DataFrame, path: Path) -> None:
-    """Write a CSV atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
 
 
 def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
@@ -124,7 +104,7 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
         if split == "valid":
             scatter = rank_scatter(preds, truth, cfg.evaluation.scatter_points_per_graph)
             write_csv(scatter, scatter_file(cfg.paths.plots_dir, stage, collection.slug))
-    write_json(result, metrics_path(cfg, stage, collection))
-    write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_path(cfg, stage, collection))
+    write_json(result, metrics_file(cfg.paths.metrics_dir, stage, collection.slug))
+    write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_file(cfg.paths.plots_dir, stage, collection.slug))
     result["per_graph"] = rows
     return result

@@ -1,6 +1,6 @@
 """The TpuGraphs data layer: collections, the npz/ folder tree, and validated `Graph`s loaded from official files.
 
-Reads the official files unchanged (docs: tpugraphs-format.md sections 1-3). Loading never unpickles, casts the
+Reads the official files unchanged (docs/tpugraphs-format.md). Loading never unpickles, casts the
 integer dtypes the real files use (uint8 / int32 / int64) to int64, flattens `node_splits` from (1, S), and
 validates every key. A layout file's `node_config_feat` ([configs, nodes, 18] float32, over 7 GB on real graphs)
 is never read whole: it stays on disk and is read by configuration index, its values checked as they are read.
@@ -15,16 +15,13 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-from tqdm import tqdm
 
-from pipeline.tpugraphs.npz import (NpzMember, TpuGraphsFormatError, check_index, iter_rows, list_members, read_array,
-                            read_rows)
-from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_OPCODE,
-                                       NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SPLITS, check_arrays, required_keys)
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npz import NpzMember, check_index, iter_rows, list_members, read_array, read_rows
+from pipeline.tpugraphs.schema import LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, SPLITS, check_arrays, required_keys
 
-__all__ = ["SPLITS", "NODE_FEAT_DIM", "CONFIG_FEAT_DIM", "NODE_CONFIG_FEAT_DIM", "MAX_OPCODE", "Collection",
-           "COLLECTIONS", "TpuGraphsFormatError", "npz_root", "graph_paths", "Graph", "load_graph", "load_split",
-           "validate_node_config_feat"]
+__all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "Graph", "load_graph",
+           "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
 
 CONFIG_CHUNK_BYTES = 16 << 20                   # stored bytes of node_config_feat checked per step (temporaries ~4x)
 
@@ -212,11 +209,3 @@ def load_graph(path: str | os.PathLike, collection: str | Collection, split: str
     arrays = check_arrays(path, collection.kind, split, arrays, config_source)
     return Graph(path=path, collection=collection, split=split, graph_id=path.stem,
                  node_config_feat_source=config_source, **arrays)
-
-
-def load_split(root: str | os.PathLike, collection: str | Collection, split: str,
-               progress: bool = False) -> Iterator[Graph]:
-    """Load the graphs of one collection and split in file order (tqdm bar when `progress`)."""
-    collection = Collection.parse(collection)
-    for path in tqdm(graph_paths(root, collection, split), desc=f"{collection.name} {split}", disable=not progress):
-        yield load_graph(path, collection, split)

@@ -1,40 +1,34 @@
-"""The .npy format at the byte level: header encoding/decoding (versions 1.0, 2.0, 3.0) and exact reads.
+"""The .npy format at the byte level: header encoding/decoding (versions 1.0, 2.0, 3.0), exact reads, and
+`NpyStreamWriter` for arrays whose row count is known only at the end.
 
-Also home of `TpuGraphsFormatError`, the data layer's one error type (pipeline.tpugraphs.npz and pipeline.tpugraphs.dataset raise
-it and re-export it): its message names the file, the key, what was expected and what was found.
+Problems raise `pipeline.tpugraphs.errors.TpuGraphsFormatError` (file, key, expected, found).
 """
 from __future__ import annotations
 
 import ast
-import os
 import struct
 from pathlib import Path
 
 import numpy as np
+
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
 
 NPY_MAGIC = b"\x93NUMPY"
 NPY_ALIGN = 64                     # numpy pads headers so that array data starts on a 64-byte boundary
 MAX_NPY_HEADER = 1 << 20           # refuse absurd headers before literal_eval
 
 
-class TpuGraphsFormatError(ValueError):
-    """A data file or folder is not what the TpuGraphs format expects (the data layer's one error type)."""
+def npy_header(shape: tuple[int, ...], dtype: np.dtype, length: int | None = None) -> bytes:
+    """The .npy header (format 1.0, or 2.0 when long) for a C-order array; data starts 64-byte aligned.
 
-    def __init__(self, path: str | os.PathLike, key: str | None, expected: str, found: str):
-        self.path, self.key, self.expected, self.found = str(path), key, expected, found
-        where = self.path if key is None else f"{self.path} [key '{key}']"
-        super().__init__(f"{where}: expected {expected}; found {found}")
-
-    def __reduce__(self):  # keep the four fields when pickled across processes
-        return type(self), (self.path, self.key, self.expected, self.found)
-
-
-def npy_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
-    """The .npy header (format 1.0, or 2.0 when long) for a C-order array; data starts 64-byte aligned."""
+    `length`: pad the header to exactly this many bytes (to rewrite a header in place, see NpyStreamWriter).
+    """
     text = repr({"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)})
     for version, length_fmt in (((1, 0), "<H"), ((2, 0), "<I")):
         prefix = len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt)
-        pad = -(prefix + len(text) + 1) % NPY_ALIGN
+        pad = -(prefix + len(text) + 1) % NPY_ALIGN if length is None else length - prefix - len(text) - 1
+        if pad < 0:
+            raise ValueError(f"npy header for shape {shape} does not fit in {length} bytes")
         body = (text + " " * pad + "\n").encode("latin1")
         if len(body) < 1 << (8 * struct.calcsize(length_fmt)):
             return NPY_MAGIC + bytes(version) + struct.pack(length_fmt, len(body)) + body
@@ -87,3 +81,43 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
     if any(s < 0 for s in shape):
         raise TpuGraphsFormatError(path, key, "a non-negative shape", str(shape))
     return len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt) + length, shape, dtype
+
+
+class NpyStreamWriter:
+    """Write a C-order `.npy` file row block by row block when the row count is only known at the end.
+
+    The header is written for `max_rows` (an upper bound) and rewritten, at the same length, with the rows actually
+    appended when the writer closes; the data offset stays put. Memory ~ one block. Use as a context manager;
+    on error the partial file is removed.
+    """
+
+    def __init__(self, path: str | Path, row_shape: tuple[int, ...], dtype, max_rows: int):
+        self.path = Path(path)
+        self.row_shape = tuple(int(d) for d in row_shape)
+        self.dtype = np.dtype(dtype)
+        self.rows = 0
+        self.max_rows = int(max_rows)
+        header = npy_header((self.max_rows, *self.row_shape), self.dtype)
+        self._header_len = len(header)
+        self._file = open(self.path, "wb")
+        self._file.write(header)
+
+    def write(self, block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        if block.shape[1:] != self.row_shape:
+            raise ValueError(f"{self.path}: block rows of shape {block.shape[1:]}, expected {self.row_shape}")
+        if self.rows + len(block) > self.max_rows:
+            raise ValueError(f"{self.path}: more than the announced {self.max_rows} rows")
+        self._file.write(block.tobytes())
+        self.rows += len(block)
+
+    def __enter__(self) -> "NpyStreamWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._file.seek(0)
+            self._file.write(npy_header((self.rows, *self.row_shape), self.dtype, self._header_len))
+        self._file.close()
+        if exc_type is not None:
+            self.path.unlink(missing_ok=True)

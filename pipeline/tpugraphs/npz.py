@@ -21,8 +21,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from pipeline.tpugraphs.npy import (NPY_ALIGN, TpuGraphsFormatError, npy_header, read_exact, read_npy_header,
-                                readinto)
+from pipeline.files import atomic_path
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npy import NPY_ALIGN, npy_header, read_exact, read_npy_header, readinto
 
 ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")   # local file header: signature ... name length, extra length
 ZIP_LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -34,7 +35,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, O
 
 # ----------------------------------------------------------------------------------------------- writing
 class NpzWriter:
-    """Write an npz atomically: members go to `<path>.<pid>.tmp`, renamed to `path` on a clean exit.
+    """Write an npz atomically (`pipeline.files.atomic_path`): members go to a temp file, renamed on a clean exit.
 
     Members are ZIP64, STORED (memory-mappable, data 64-byte aligned in the file) unless `compress=True`.
     On an exception inside the `with` block the temp file is removed and `path` is left untouched.
@@ -48,26 +49,24 @@ class NpzWriter:
     def __init__(self, path: str | os.PathLike, compress: bool = False):
         self.path = Path(path)
         self.compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-        self._tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        self._atomic = atomic_path(self.path)
+        self._tmp: Path | None = None
         self._zip: zipfile.ZipFile | None = None
         self._keys: set[str] = set()
 
     def __enter__(self) -> "NpzWriter":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self._atomic.__enter__()
         self._zip = zipfile.ZipFile(self._tmp, "w", compression=self.compression, allowZip64=True)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             self._zip.close()
-        except Exception:
+        except Exception as err:
             if exc_type is None:
-                self._tmp.unlink(missing_ok=True)
+                self._atomic.__exit__(type(err), err, err.__traceback__)   # removes the temp file
                 raise
-        if exc_type is None:
-            os.replace(self._tmp, self.path)
-        else:
-            self._tmp.unlink(missing_ok=True)
+        self._atomic.__exit__(exc_type, exc, tb)
 
     def _open_member(self, key: str, shape: tuple[int, ...], dtype: np.dtype):
         """Open member `<key>.npy` for writing and write its npy header; returns the zip write handle."""

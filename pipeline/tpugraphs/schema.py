@@ -1,7 +1,9 @@
-"""The TpuGraphs npz schema (tpugraphs-format.md section 1): format constants, keys per kind, array validation.
+"""The TpuGraphs format in one place: every dataset fact (dimensions, column names, opcode ids, splits, keys) and
+the validation of one file's arrays (docs/tpugraphs-format.md).
 
-`check_arrays` turns the raw arrays of one file into the validated, dtype-normalised fields of
-`pipeline.tpugraphs.Graph`, raising `TpuGraphsFormatError` (file, key, expected, found) on the first problem.
+Every other module imports these facts from here; none re-declares them. `check_arrays` turns the raw arrays of
+one file into the validated, dtype-normalised fields of `pipeline.tpugraphs.dataset.Graph`, raising
+`TpuGraphsFormatError` (file, key, expected, found) on the first problem.
 """
 from __future__ import annotations
 
@@ -9,18 +11,86 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.tpugraphs.npz import NpzMember, TpuGraphsFormatError
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npz import NpzMember
 
+# ----------------------------------------------------------------------------------------------- collections, splits
+COLLECTION_KINDS = ("tile", "layout")
 SPLITS = ("train", "valid", "test")
 LABELLED_SPLITS = ("train", "valid")            # test runtimes are hidden (all zero in the real files)
-NODE_FEAT_DIM = 140
-CONFIG_FEAT_DIM = 24
-NODE_CONFIG_FEAT_DIM = 18
-MAX_OPCODE = 120
-LAYOUT_VALUE_MIN, LAYOUT_VALUE_MAX = -1, 5      # node_config_feat: minor-to-major dims 0..5, -1 = padding/default
+PREDICTED_SPLITS = ("valid", "test")            # what every model stage ranks (and scores where truth exists)
+
+# ----------------------------------------------------------------------------------------------- array keys
 GRAPH_KEYS = ("node_feat", "node_opcode", "edge_index", "config_runtime")
 TILE_KEYS = ("config_feat", "config_runtime_normalizers")
 LAYOUT_KEYS = ("node_config_ids", "node_config_feat", "node_splits")
+
+# ----------------------------------------------------------------------------------------------- opcodes
+MAX_OPCODE = 120                                # node_opcode ids are 0..MAX_OPCODE
+OPCODE_COUNT = MAX_OPCODE + 1
+CONVOLUTION_OPCODE, DOT_OPCODE, RESHAPE_OPCODE = 26, 34, 75
+
+# ----------------------------------------------------------------------------------------------- node_feat columns
+MAX_DIMS = 6    # slots of every per-dimension list: shape_dimensions_0..5, layout_minor_to_major_0..5, window_*_0..5,
+                # tile bounds *_bounds_0..5, and each block of node_config_feat
+CONV_SPATIAL_DIMS = 4                           # convolution spatial dims in node_feat
+ELEMENT_TYPES = ("invalid", "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
+                 "bf16", "c64", "c128", "tuple", "opaque", "token")
+
+
+def _seq(prefix: str, n: int, tail: tuple[str, ...] = ("sum", "product")) -> list[str]:
+    return [f"{prefix}_{i}" for i in range(n)] + [f"{prefix}_{t}" for t in tail]
+
+
+def _conv(names: list[str]) -> list[str]:
+    return [f"convolution_dim_numbers_{n}" for n in names]
+
+
+NODE_FEAT_NAMES: tuple[str, ...] = tuple(
+    ["is_root", "element_size_in_bits"]
+    + [f"shape_element_type_is_{t}" for t in ELEMENT_TYPES]
+    + _seq("shape_dimensions", MAX_DIMS)
+    + ["shape_tuple_shapes_size", "parameter_number"]
+    + _seq("dimensions", MAX_DIMS, tail=())
+    + _seq("window_size", MAX_DIMS) + _seq("window_stride", MAX_DIMS)
+    + _seq("window_padding_low", MAX_DIMS) + _seq("window_padding_high", MAX_DIMS)
+    + _seq("window_window_dilation", MAX_DIMS) + _seq("window_base_dilation", MAX_DIMS)
+    + _seq("window_window_reversal", MAX_DIMS, tail=("true_count", "false_count"))
+    + _conv(["input_batch_dim", "input_feature_dim"])
+    + _conv([f"input_spatial_dims_{i}" for i in range(CONV_SPATIAL_DIMS)])
+    + _conv(["kernel_input_feature_dim", "kernel_output_feature_dim"])
+    + _conv([f"kernel_spatial_dims_{i}" for i in range(CONV_SPATIAL_DIMS)])
+    + _conv(["output_batch_dim", "output_feature_dim"])
+    + ["feature_group_count", "batch_group_count"]
+    + _seq("slice_dims_start", 2) + _seq("slice_dims_stride", 2) + _seq("slice_dims_limit", 2)
+    + _seq("dynamic_slice_sizes", 2)
+    + _seq("padding_config_edge_padding_low", 2) + _seq("padding_config_edge_padding_high", 2)
+    + ["is_stable"]
+    + _seq("layout_minor_to_major", MAX_DIMS, tail=())
+)
+NODE_FEAT_DIM = len(NODE_FEAT_NAMES)            # 140
+NODE_FEAT_COLUMN = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
+
+
+def node_feat_slice(prefix: str, n: int = MAX_DIMS) -> slice:
+    """The node_feat columns `<prefix>_0 .. <prefix>_<n-1>` (contiguous in the table)."""
+    start = NODE_FEAT_COLUMN[f"{prefix}_0"]
+    return slice(start, start + n)
+
+
+IS_ROOT_COLUMN = NODE_FEAT_COLUMN["is_root"]
+SHAPE_COLUMNS = node_feat_slice("shape_dimensions")          # 21..26: output dimension sizes, -1 (or 0) past the rank
+LAYOUT_COLUMNS = node_feat_slice("layout_minor_to_major")    # 134..139: the node's HLO layout, minor dim first
+
+# ----------------------------------------------------------------------------------------------- config features
+CONFIG_FEAT_BLOCKS = ("kernel_bounds", "output_bounds", "input_bounds")   # tile config_feat: 3 x (6 dims, sum, product)
+CONFIG_FEAT_NAMES: tuple[str, ...] = tuple(name for block in CONFIG_FEAT_BLOCKS for name in _seq(block, MAX_DIMS))
+CONFIG_FEAT_DIM = len(CONFIG_FEAT_NAMES)        # 24
+CONFIG_FEAT_COLUMN = {name: i for i, name in enumerate(CONFIG_FEAT_NAMES)}
+LAYOUT_BLOCKS = ("output", "input", "kernel")   # node_config_feat: one minor-to-major block per tensor
+NODE_CONFIG_FEAT_DIM = len(LAYOUT_BLOCKS) * MAX_DIMS   # 18
+LAYOUT_VALUE_MIN, LAYOUT_VALUE_MAX = -1, 5      # node_config_feat: minor-to-major dims 0..5, -1 = padding/default
+assert NODE_FEAT_DIM == 140 and CONFIG_FEAT_DIM == 24 and LAYOUT_COLUMNS.stop == NODE_FEAT_DIM
 
 
 def required_keys(kind: str, split: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -88,7 +158,7 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
     """Validate one file's arrays (all keys but node_config_feat's values) and return Graph's array fields.
 
     Args:
-        path: the file (for messages). kind: "tile" | "layout". split: one of SPLITS.
+        path: the file (for messages). kind: one of COLLECTION_KINDS. split: one of SPLITS.
         arrays: raw arrays by key, as stored. config_source: the node_config_feat member (layout), header only.
     """
     c = _Checker(path)
@@ -96,7 +166,7 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
     node_feat = c.floats("node_feat", arrays["node_feat"], (None, NODE_FEAT_DIM))
     n_nodes = len(node_feat)
     if n_nodes == 0:
-        raise c.fail("node_feat", "at least one node", "shape (0, 140)")
+        raise c.fail("node_feat", "at least one node", f"shape (0, {NODE_FEAT_DIM})")
     node_opcode = c.ints("node_opcode", arrays["node_opcode"], (n_nodes,))
     c.within("node_opcode", node_opcode, 0, MAX_OPCODE, " (HLO opcode ids)")
     edge_index = c.ints("edge_index", arrays["edge_index"], (None, 2))

@@ -144,7 +144,8 @@ def test_tile_featurizer_uses_the_root_output_shape():
         config_runtime=np.array([1.0, 0.5]), config_count=np.ones(2, dtype=np.int64),
         config_inverse=np.array([0, 1, 1]), config_feat=config_feat)
     assert features_tile.output_shape(graph).tolist() == [100, 200, -1, -1, -1, -1]
-    featurizer = GraphFeaturizer(graph, "tile", FeatureSpec(groups=ALL))
+    spec = FeatureSpec(groups=ALL, node_stats=("mean",), max_perm_rank=4, feature_chunk=1024)
+    featurizer = GraphFeaturizer(graph, "tile", spec)
     f = dict(zip(featurizer.names, featurizer.matrix().T))
     assert np.allclose(f["pad_ratio"], [128 * 256 / 20000, 1.0])
     assert list(f["tiles_2"]) == [1, 1] and list(f["output_bounds_0"]) == [64, 100]

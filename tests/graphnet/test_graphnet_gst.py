@@ -11,18 +11,18 @@ from pruned_graphs import gnn_cfg
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
 from pipeline.graphnet.gst import (GSTSettings, SegmentCycles, check_model, combine, gst_scores, segmented_scores,
-                              summarize, trained_scale)
+                              summarize_segment, trained_scale)
 from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.segments import build_segments
-from pipeline.graphnet.train_loop import fit
+from pipeline.graphnet.train_loop import TrainSettings, fit
 
 CPU = torch.device("cpu")
 
 
 def settings(**overrides) -> GSTSettings:
-    base = dict(segment_size=8, split="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=1,
+    base = dict(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=1,
                 finetune_lr_scale=0.1)
     return GSTSettings(**(base | overrides))
 
@@ -47,19 +47,19 @@ def test_check_model_names_what_gst_needs():
     tile = build_model(ModelSpec.from_cfg("tile", 6, gnn_cfg()))
     with pytest.raises(ValueError, match="layout models only"):
         check_model(tile)
-    base = dict(segment_size=8, split="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=0,
+    base = dict(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=0,
                 finetune_lr_scale=0.1)
     assert GSTSettings.from_cfg(OmegaConf.create(base)) == settings(finetune_epochs=0)
     with pytest.raises(ValueError, match="stale_dropout"):
         GSTSettings.from_cfg(OmegaConf.create(base | {"stale_dropout": 1.0}))
-    with pytest.raises(ValueError, match="gnn.gst.split"):
-        GSTSettings.from_cfg(OmegaConf.create(base | {"split": "halves"}))
+    with pytest.raises(ValueError, match="gnn.gst.segmentation"):
+        GSTSettings.from_cfg(OmegaConf.create(base | {"segmentation": "halves"}))
 
 
 def test_table_is_updated_only_for_trained_segments():
     graph = long_graph()
     model = layout_model().eval()
-    segments = build_segments(graph, 8, model.spec.layers + 1)
+    segments = build_segments(graph, 8, model.spec.layers + 1, "contiguous")
     rows = np.array([0, 3, 5, 6])
     configs = config_batch("layout", graph, rows)
     table = HistoricalTable()
@@ -71,7 +71,7 @@ def test_table_is_updated_only_for_trained_segments():
     scores = gst_scores(model, graph, segments, table, rows, configs, settings(stale_dropout=0.0),
                         np.random.default_rng(0), trained=[chosen])
     with torch.no_grad():
-        fresh = summarize(model, segments[chosen], configs)
+        fresh = summarize_segment(model, segments[chosen], configs)
     for s in segments:
         stored = table.pull(graph.graph_id, s.index, rows if s.config_dependent else None)
         expected = fresh if s.index == chosen else sentinel[s.index]
@@ -86,7 +86,7 @@ def test_table_is_updated_only_for_trained_segments():
 def test_a_new_batch_initialises_the_table_then_only_trained_segments_change():
     graph = long_graph()
     model = layout_model()
-    segments = build_segments(graph, 8, model.spec.layers + 1)
+    segments = build_segments(graph, 8, model.spec.layers + 1, "contiguous")
     table = HistoricalTable()
     rows = np.arange(5)
     configs = config_batch("layout", graph, rows)
@@ -117,12 +117,12 @@ def test_all_segments_without_dropout_equal_whole_graph_training():
     rows = np.arange(graph.n_kept)
     configs, target = config_batch("layout", graph, rows), runtimes(graph, rows)
     whole_model, gst_model = layout_model(), layout_model()
-    whole = ranking_loss("pairwise_hinge", whole_model(graph_tensors(graph), configs), target, 0.1)
+    whole = ranking_loss("pairwise_hinge", whole_model(graph_tensors(graph), configs), target, 0.1, 0.0)
     whole.backward()
-    segments = build_segments(graph, 7, gst_model.spec.layers + 1)
+    segments = build_segments(graph, 7, gst_model.spec.layers + 1, "contiguous")
     scores = gst_scores(gst_model, graph, segments, HistoricalTable(), rows, configs,
                         settings(stale_dropout=0.0), np.random.default_rng(0), trained=range(len(segments)))
-    loss = ranking_loss("pairwise_hinge", scores, target, 0.1)
+    loss = ranking_loss("pairwise_hinge", scores, target, 0.1, 0.0)
     loss.backward()
     torch.testing.assert_close(loss, whole, rtol=1e-5, atol=1e-6)
     for (name, a), b in zip(whole_model.named_parameters(), gst_model.parameters()):
@@ -134,8 +134,10 @@ def test_segmented_inference_does_not_depend_on_segment_size():
     model = layout_model().eval()
     configs = config_batch("layout", graph, np.arange(graph.n_kept))
     with torch.no_grad():
-        small = segmented_scores(model, build_segments(graph, 4, model.spec.layers + 1), configs, graph.n_nodes)
-        large = segmented_scores(model, build_segments(graph, 30, model.spec.layers + 1), configs, graph.n_nodes)
+        small = segmented_scores(model, build_segments(graph, 4, model.spec.layers + 1, "contiguous"), configs,
+                                 graph.n_nodes)
+        large = segmented_scores(model, build_segments(graph, 30, model.spec.layers + 1, "contiguous"), configs,
+                                 graph.n_nodes)
     torch.testing.assert_close(small, large, rtol=1e-5, atol=1e-4)
 
 
@@ -145,9 +147,8 @@ def _fit_gst(tmp_path, gnn, max_epochs=None, gst=None):
     spec = ModelSpec.from_cfg("layout", train[0].node_feat.shape[1], gnn)
     torch.manual_seed(0)
     model = build_model(spec)
-    return fit(model, spec, "layout", train, valid, gnn, configs_per_graph=6, seed=5,
-               checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs,
-               gst=gst or settings(finetune_epochs=1))
+    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None),
+               gst or settings(finetune_epochs=1), seed=5, checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 
 def test_gst_fit_resumes_exactly_with_its_table(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pipeline.graphnet.data import graph_tensors
-from pipeline.graphnet.layout_inputs import (block_codes, effective_configs, hlo_layouts, log_elements,
-                                        mismatch_features, operand_slots)
+from pipeline.graphnet.layout_inputs import (index_block_codes, effective_configs, hlo_layout_indices, log_elements,
+                                             mismatch_features)
 from pipeline.pruned import PrunedGraph
 
 
@@ -35,15 +35,14 @@ def four_node_graph() -> PrunedGraph:
                        config_inverse=np.arange(2), node_config_ids=np.array([1]), node_config_feat=feat)
 
 
-def test_hlo_layouts_fall_back_to_row_major_when_invalid():
+def test_hlo_layouts_are_stored_plus_one_with_the_row_major_fallback():
     raw = raw_features([(1, 0), (0, 0), (0, 1)])
     raw[1, 134:140] = 0.0                                     # the original zero padding: not a permutation
-    assert hlo_layouts(raw)[:, :3].tolist() == [[2, 1, 0], [2, 1, 0], [1, 2, 0]]
+    assert hlo_layout_indices(raw)[:, :3].tolist() == [[2, 1, 0], [2, 1, 0], [1, 2, 0]]
 
 
-def test_operand_slots_and_log_elements():
+def test_log_elements():
     g = four_node_graph()
-    assert operand_slots(g.edge_index, g.node_config_ids, 4).tolist() == [1, 2, -1]
     assert log_elements(g.node_feat_raw) == pytest.approx([math.log1p(32)] * 4)
 
 
@@ -54,7 +53,7 @@ def test_effective_configs_replace_default_blocks():
     eff, is_default = effective_configs(configs, t.default_blocks)
     assert is_default.tolist() == [[[True, True, True]]]
     assert eff[0, 0, :2].tolist() == [2, 1] and eff[0, 0, 12:14].tolist() == [1, 2]
-    assert block_codes(torch.tensor([[0] * 6, [2, 1, 0, 0, 0, 0]])).tolist() == [0, 2 + 7]
+    assert index_block_codes(torch.tensor([[0] * 6, [2, 1, 0, 0, 0, 0]])).tolist() == [0, 2 + 7]
 
 
 def test_mismatch_features_by_hand():

@@ -12,19 +12,19 @@ RUNTIMES = torch.tensor([1.0, 2.0, 3.0])
 
 
 def test_hinge_zero_when_ordered_by_margin():
-    assert pairwise_hinge(torch.tensor([0.0, 1.0, 2.0]), RUNTIMES, margin=1.0).item() == 0.0
+    assert pairwise_hinge(torch.tensor([0.0, 1.0, 2.0]), RUNTIMES, margin=1.0, min_gap=0.0).item() == 0.0
 
 
 def test_hinge_positive_by_hand():
     # pairs (0,1) (0,2) (1,2); gaps s_j - s_i = 0.5, 1.0, 0.5 with margin 1 -> 0.5, 0, 0.5 -> mean 1/3
-    assert pairwise_hinge(torch.tensor([0.0, 0.5, 1.0]), RUNTIMES, 1.0).item() == pytest.approx(1 / 3)
+    assert pairwise_hinge(torch.tensor([0.0, 0.5, 1.0]), RUNTIMES, 1.0, min_gap=0.0).item() == pytest.approx(1 / 3)
     # fully reversed, margin 0: gaps -1, -2, -1 -> mean 4/3
-    assert pairwise_hinge(torch.tensor([2.0, 1.0, 0.0]), RUNTIMES, 0.0).item() == pytest.approx(4 / 3)
+    assert pairwise_hinge(torch.tensor([2.0, 1.0, 0.0]), RUNTIMES, 0.0, min_gap=0.0).item() == pytest.approx(4 / 3)
 
 
 def test_hinge_ignores_ties():
     tied = torch.tensor([1.0, 1.0])
-    assert pairwise_hinge(torch.tensor([5.0, 0.0]), tied, 1.0).item() == 0.0
+    assert pairwise_hinge(torch.tensor([5.0, 0.0]), tied, 1.0, min_gap=0.0).item() == 0.0
 
 
 def test_hinge_min_gap_ignores_near_ties():
@@ -48,9 +48,9 @@ def test_listmle_near_zero_when_ordered_positive_when_reversed():
 
 def test_losses_have_gradients_and_reject_bad_shapes():
     s = torch.tensor([2.0, 1.0, 0.0], requires_grad=True)
-    ranking_loss("listmle", s, RUNTIMES, 0.1).backward()
+    ranking_loss("listmle", s, RUNTIMES, 0.1, 0.0).backward()
     assert s.grad is not None and s.grad.abs().sum() > 0
     with pytest.raises(ValueError, match="gnn.loss"):
-        ranking_loss("mse", s, RUNTIMES, 0.1)
+        ranking_loss("mse", s, RUNTIMES, 0.1, 0.0)
     with pytest.raises(ValueError, match="shapes"):
-        pairwise_hinge(torch.zeros(2), RUNTIMES, 0.1)
+        pairwise_hinge(torch.zeros(2), RUNTIMES, 0.1, 0.0)

@@ -18,7 +18,9 @@ HIDDEN = 8
 
 def spec(kind: str = "layout", **overrides) -> ModelSpec:
     gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
-                                residual=True, cross_attention=True, attention_heads=2) | overrides)
+                                residual=True, cross_attention=True, attention_heads=2, cross_mixer="gate",
+                                cross_pooled=True, effective_layout=False, edge_mismatch=False, node_reduce="mean",
+                                pooled_head=True) | overrides)
     return ModelSpec.from_cfg(kind, FEAT_DIM, gnn)
 
 
@@ -49,7 +51,7 @@ def test_shapes_through_every_layer(norm):
     configs = layout_config_batch(graph, np.arange(5))                      # [5, 2, 18]
     node_h = NodeEncoder(FEAT_DIM, HIDDEN, 4)(g.node_feat, g.node_opcode)
     assert node_h.shape == (7, HIDDEN)
-    x = LayoutConfigEncoder(HIDDEN, 2)(node_h, g, configs)
+    x = LayoutConfigEncoder(HIDDEN, 2, effective=False, mismatch=False)(node_h, g, configs)
     assert x.shape == (5, 7, HIDDEN)
     x = LayoutConfigEncoder(HIDDEN, 2, effective=True, mismatch=True)(node_h, g, configs)
     assert x.shape == (5, 7, HIDDEN)
@@ -76,7 +78,7 @@ def test_shapes_through_every_layer(norm):
 def test_non_configurable_nodes_ignore_configs():
     graph = make_layout_graph(n_nodes=7, n_configs=3)
     g = graph_tensors(graph)
-    enc = LayoutConfigEncoder(HIDDEN, 2)
+    enc = LayoutConfigEncoder(HIDDEN, 2, effective=False, mismatch=False)
     x = enc(torch.randn(7, HIDDEN), g, layout_config_batch(graph, np.arange(3)))
     others = [i for i in range(7) if i not in (1, 4)]
     assert torch.allclose(x[0, others], x[2, others])       # same for every config

@@ -12,10 +12,10 @@ from pipeline.graphnet.segments import build_segments, segment_bounds, segment_c
 
 
 def test_contiguous_bounds_are_near_equal_and_bounded():
-    assert segment_bounds(10, 4).tolist() == [0, 3, 7, 10]                  # 3 parts of 10/3 nodes, rounded
-    assert segment_bounds(8, 4).tolist() == [0, 4, 8]
-    assert segment_bounds(3, 10).tolist() == [0, 3]
-    bounds = segment_bounds(1001, 100)
+    assert segment_bounds(10, 4, "contiguous").tolist() == [0, 3, 7, 10]     # 3 parts of 10/3 nodes, rounded
+    assert segment_bounds(8, 4, "contiguous").tolist() == [0, 4, 8]
+    assert segment_bounds(3, 10, "contiguous").tolist() == [0, 3]
+    bounds = segment_bounds(1001, 100, "contiguous")
     assert np.all(np.diff(bounds) <= 100) and len(bounds) - 1 == 11 and bounds[0] == 0 and bounds[-1] == 1001
 
 
@@ -30,8 +30,8 @@ def test_node_splits_bounds_by_hand():
 
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="segment_size"):
-        segment_bounds(10, 0)
-    with pytest.raises(ValueError, match="gst.split"):
+        segment_bounds(10, 0, "contiguous")
+    with pytest.raises(ValueError, match="gst.segmentation"):
         segment_bounds(10, 4, "halves")
     with pytest.raises(ValueError, match="node_splits"):
         segment_bounds(10, 4, "node_splits")
@@ -40,7 +40,7 @@ def test_bad_settings_are_named():
 @pytest.mark.parametrize("size", [1, 5, 13, 40])
 def test_segments_cover_every_node_exactly_once(size):
     graph = long_graph()
-    segments = build_segments(graph, size, halo_hops=3)
+    segments = build_segments(graph, size, halo_hops=3, segmentation="contiguous")
     own = np.concatenate([s.nodes for s in segments])
     assert np.array_equal(np.sort(own), np.arange(graph.n_nodes)) and len(own) == graph.n_nodes
     for s in segments:
@@ -51,17 +51,17 @@ def test_segments_cover_every_node_exactly_once(size):
 
 def test_segment_sees_only_its_configurable_columns():
     graph = long_graph()
-    segments = build_segments(graph, 5, halo_hops=1)
+    segments = build_segments(graph, 5, halo_hops=1, segmentation="contiguous")
     configs = config_batch("layout", graph, np.arange(4))                      # [4, 7, 18]
     first = segments[0]                                                         # nodes 0..4 + 1 hop: 0..5, and 7
     assert first.config_columns.tolist() == [0] and first.config_dependent
     assert torch.equal(segment_configs(configs, first), configs[:, :1])
-    free = build_segments(long_graph(n_nodes=40), 1, halo_hops=0)[0]            # node 0 alone: not configurable
+    free = build_segments(long_graph(n_nodes=40), 1, halo_hops=0, segmentation="contiguous")[0]   # node 0 alone: not configurable
     assert not free.config_dependent and segment_configs(configs, free).shape == (1, 0, 18)
 
 
-@pytest.mark.parametrize("split", ["contiguous", "node_splits"])
-def test_segmented_scores_match_the_whole_graph_for_any_segment_size(split):
+@pytest.mark.parametrize("segmentation", ["contiguous", "node_splits"])
+def test_segmented_scores_match_the_whole_graph_for_any_segment_size(segmentation):
     graph = long_graph()
     graph.node_splits = np.array([0, 7, 20, 31])
     model = layout_model().eval()
@@ -69,7 +69,7 @@ def test_segmented_scores_match_the_whole_graph_for_any_segment_size(split):
     with torch.no_grad():
         whole = model(graph_tensors(graph), configs)
         for size in (3, 8, 17, 40):
-            scores = segmented_scores(model, build_segments(graph, size, model.spec.layers + 1, split), configs,
+            scores = segmented_scores(model, build_segments(graph, size, model.spec.layers + 1, segmentation), configs,
                                       graph.n_nodes)
             torch.testing.assert_close(scores, whole, rtol=1e-5, atol=1e-4)
 
@@ -81,5 +81,5 @@ def test_a_halo_one_hop_short_is_not_exact():
     configs = config_batch("layout", graph, np.arange(graph.n_kept))
     with torch.no_grad():
         whole = model(graph_tensors(graph), configs)
-        short = segmented_scores(model, build_segments(graph, 5, model.spec.layers), configs, graph.n_nodes)
+        short = segmented_scores(model, build_segments(graph, 5, model.spec.layers, "contiguous"), configs, graph.n_nodes)
     assert (short - whole).abs().max() > 1e-3

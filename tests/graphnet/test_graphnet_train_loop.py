@@ -8,10 +8,10 @@ from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, gnn_cfg
 
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
-from pipeline.graphnet.infer import predict_graph, tta_batches
+from pipeline.graphnet.infer import InferSettings, predict_graph, tta_batches
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.graphnet.train_loop import fit, warmup_cosine
+from pipeline.graphnet.train_loop import TrainSettings, fit, warmup_cosine
 
 CPU = torch.device("cpu")
 
@@ -30,11 +30,11 @@ def test_one_step_lowers_the_loss(kind, loss):
     g, rows = graph_tensors(graph), np.arange(16)
     configs, target = config_batch(kind, graph, rows), runtimes(graph, rows)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    before = ranking_loss(loss, model(g, configs), target, 0.1)
+    before = ranking_loss(loss, model(g, configs), target, 0.1, 0.0)
     before.backward()
     opt.step()
     with torch.no_grad():
-        after = ranking_loss(loss, model(g, configs), target, 0.1)
+        after = ranking_loss(loss, model(g, configs), target, 0.1, 0.0)
     assert after.item() < before.item()
 
 
@@ -48,7 +48,7 @@ def _train(tmp_path, gnn, max_epochs=None):
     train = [make_layout_graph(f"g{i}", n_configs=10, seed=i) for i in range(3)]
     valid = [make_layout_graph("v0", "valid", n_configs=9, seed=7)]
     model, spec = build("layout", gnn)
-    return fit(model, spec, "layout", train, valid, gnn, configs_per_graph=6, seed=5,
+    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None), None, seed=5,
                checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 
@@ -89,8 +89,8 @@ def test_predict_graph_scores_every_original_config():
     torch.manual_seed(0)
     for p in model.parameters():                                       # untrained heads start at zero: all ties
         torch.nn.init.normal_(p, std=0.3)
-    scores = predict_graph(model.eval(), "layout", graph, infer_batch=4, tta=3, rng=np.random.default_rng(0),
-                           device=CPU)
+    scores = predict_graph(model.eval(), "layout", graph, InferSettings(infer_batch=4, tta=3, amp=False),
+                           rng=np.random.default_rng(0), device=CPU, segments=None)
     assert scores.shape == (12,) and np.all(np.isfinite(scores))
     assert scores[11] == scores[0]                                     # the duplicate shares its kept row's score
     assert len(np.unique(scores[:11])) == 11

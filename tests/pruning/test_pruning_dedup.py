@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.pruning.dedup import NpyStreamWriter, aggregate, dedup_chunks, identity_dedup
+from pipeline.pruning.dedup import aggregate, dedup_chunks, identity_dedup
 
 # 7 configs of 2 nodes x 3 features; rows 3 and 6 repeat row 0, row 5 repeats row 1.
 ROWS = np.array([[[0, 1, -1], [2, 2, 2]],
@@ -64,22 +64,3 @@ def test_chunk_order_is_checked():
         dedup_chunks([(2, ROWS[2:])], len(ROWS))
     with pytest.raises(ValueError, match="expected 7"):
         dedup_chunks([(0, ROWS[:3])], len(ROWS))
-
-
-def test_npy_stream_writer_rewrites_the_row_count(tmp_path):
-    path = tmp_path / "x.npy"
-    with NpyStreamWriter(path, (2, 3), np.int8, max_rows=123456) as writer:   # header sized for 123456 rows
-        d = dedup_chunks(chunked(ROWS, 3), len(ROWS), sink=writer.write)
-    loaded = np.load(path, mmap_mode="r")
-    assert loaded.shape == (4, 2, 3) and np.array_equal(loaded, ROWS[d.first])
-    header = path.stat().st_size - ROWS[d.first].nbytes
-    assert header % 64 == 0 and np.load(path).dtype == np.int8      # data stays 64-byte aligned
-
-
-def test_npy_stream_writer_removes_a_partial_file(tmp_path):
-    path = tmp_path / "x.npy"
-    with pytest.raises(ValueError, match="block rows of shape"):
-        with NpyStreamWriter(path, (2, 3), np.int8, max_rows=10) as writer:
-            writer.write(ROWS[:2])
-            writer.write(np.zeros((1, 3, 3), np.int8))
-    assert not path.exists()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.pruning.normalize import ColumnStats, Normalizer, fit_normalizer, log_mask, signed_log
-from pipeline.pruning.repad import NODE_FEAT_NAMES
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 COL = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
 

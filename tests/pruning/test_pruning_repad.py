@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.pruning.repad import (CONFIG_FEAT_NAMES, NODE_FEAT_NAMES, list_length, repad_config_feat,
-                            repad_node_feat)
+from pipeline.pruning.repad import list_length, repad_config_feat, repad_node_feat
+from pipeline.tpugraphs.schema import CONFIG_FEAT_NAMES, NODE_FEAT_NAMES
 
 COL = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import make_layout_arrays, make_tile_arrays, write_npz
-from pipeline.tpugraphs.dataset import (COLLECTIONS, Collection, TpuGraphsFormatError, graph_paths, load_graph, load_split,
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.dataset import (COLLECTIONS, Collection, graph_paths, load_graph,
                                 npz_root, validate_node_config_feat)
 
 LAYOUT = Collection.parse("layout:xla:random")
@@ -49,7 +50,7 @@ def test_npz_root_resolves_every_layout(tmp_path, layout):
     root = npz if layout == "npz_itself" else base
     assert npz_root(root) == npz
     assert [p.name for p in graph_paths(root, "layout-xla-random", "valid")] == ["a.npz", "b.npz"]
-    graphs = list(load_split(root, LAYOUT, "valid"))
+    graphs = [load_graph(p, LAYOUT, "valid") for p in graph_paths(root, LAYOUT, "valid")]
     assert [g.graph_id for g in graphs] == ["a", "b"] and graphs[0].split == "valid"
 
 

@@ -6,7 +6,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from pipeline.tpugraphs.npz import (NpzWriter, TpuGraphsFormatError, iter_rows, list_members, member_memmap, open_member,
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npz import (NpzWriter, iter_rows, list_members, member_memmap, open_member,
                             read_array, read_rows)
 
 ROWS = np.arange(7 * 3 * 2, dtype=np.float32).reshape(7, 3, 2)   # [rows, 3, 2], row r holds 6r..6r+5

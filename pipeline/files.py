@@ -1,0 +1,58 @@
+"""Atomic writes: every output file (or folder) of the pipeline appears complete or not at all.
+
+`atomic_path(path)` yields a temporary sibling `<name>.<pid>.tmp`; the caller writes the file (or fills the folder)
+there, and on a clean exit it replaces `path` (a folder `path` is removed first); on an exception the temporary is
+removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Mapping
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield the temporary path to write; it replaces `path` when the block exits cleanly (parents are created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    _remove(tmp)
+    try:
+        yield tmp
+    except BaseException:
+        _remove(tmp)
+        raise
+    if tmp.is_dir() and path.exists():
+        _remove(path)
+    os.replace(tmp, path)
+
+
+def write_text(text: str, path: str | os.PathLike) -> None:
+    """Write a text file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json(payload: Mapping, path: str | os.PathLike) -> None:
+    """Write JSON atomically (indented, keys sorted, trailing newline)."""
+    write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", path)
+
+
+def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write a CSV atomically, without the index."""
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, index=False)

@@ -1,0 +1,20 @@
+"""`TpuGraphsFormatError`, the data layer's one error type.
+
+Raised by pipeline.tpugraphs (npy, npz, schema, dataset) and by the stages for bad input files: its message names
+the file, the key, what was expected and what was found.
+"""
+from __future__ import annotations
+
+import os
+
+
+class TpuGraphsFormatError(ValueError):
+    """A data file or folder is not what the TpuGraphs format expects."""
+
+    def __init__(self, path: str | os.PathLike, key: str | None, expected: str, found: str):
+        self.path, self.key, self.expected, self.found = str(path), key, expected, found
+        where = self.path if key is None else f"{self.path} [key '{key}']"
+        super().__init__(f"{where}: expected {expected}; found {found}")
+
+    def __reduce__(self):  # keep the four fields when pickled across processes
+        return type(self), (self.path, self.key, self.expected, self.found)

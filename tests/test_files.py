@@ -1,0 +1,40 @@
+"""pipeline.files: an atomic write replaces its target on success and leaves it untouched on failure."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from pipeline.files import atomic_path, write_csv, write_json
+
+
+def test_a_file_replaces_the_target_and_no_temp_stays(tmp_path):
+    path = tmp_path / "sub" / "a.json"
+    write_json({"b": 1, "a": [2]}, path)
+    assert path.read_text() == '{\n  "a": [\n    2\n  ],\n  "b": 1\n}\n'            # sorted keys, indented
+    write_csv(pd.DataFrame({"x": [1, 2]}), tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text() == "x\n1\n2\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.json", "sub", "t.csv"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
+    path = tmp_path / "a.json"
+    write_json({"old": True}, path)
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_path(path) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("boom")
+    assert json.loads(path.read_text()) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_a_folder_replaces_the_old_folder_whole(tmp_path):
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    (folder / "stale.npy").write_text("old")
+    with atomic_path(folder) as tmp:
+        tmp.mkdir()
+        (tmp / "new.npy").write_text("new")
+    assert [p.name for p in folder.iterdir()] == ["new.npy"]
+    assert [p.name for p in tmp_path.iterdir()] == ["graph"]

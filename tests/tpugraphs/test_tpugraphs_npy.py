@@ -1,0 +1,39 @@
+"""pipeline.tpugraphs.npy: npy headers numpy can read, NpyStreamWriter's row-count rewrite, no partial files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.tpugraphs.npy import NpyStreamWriter, npy_header
+
+ROWS = np.arange(4 * 2 * 3, dtype=np.int8).reshape(4, 2, 3)     # [rows, 2, 3]
+
+
+def test_npy_header_is_aligned_and_can_be_padded_to_a_length(tmp_path):
+    header = npy_header((4, 2, 3), np.dtype(np.int8))             # 10 + 62 header bytes, padded to 128
+    assert len(header) == 128 and header.startswith(b"\x93NUMPY\x01\x00")
+    path = tmp_path / "x.npy"
+    path.write_bytes(npy_header((4, 2, 3), np.dtype(np.int8), length=192) + ROWS.tobytes())
+    assert np.array_equal(np.load(path), ROWS)
+    with pytest.raises(ValueError, match="does not fit"):
+        npy_header((4, 2, 3), np.dtype(np.int8), length=64)
+
+
+def test_npy_stream_writer_rewrites_the_row_count(tmp_path):
+    path = tmp_path / "x.npy"
+    with NpyStreamWriter(path, (2, 3), np.int8, max_rows=123456) as writer:   # header sized for 123456 rows
+        writer.write(ROWS[:3])
+        writer.write(ROWS[3:])
+    loaded = np.load(path, mmap_mode="r")
+    assert loaded.shape == (4, 2, 3) and np.array_equal(loaded, ROWS)
+    header = path.stat().st_size - ROWS.nbytes
+    assert header % 64 == 0 and np.load(path).dtype == np.int8      # data stays 64-byte aligned
+
+
+def test_npy_stream_writer_removes_a_partial_file(tmp_path):
+    path = tmp_path / "x.npy"
+    with pytest.raises(ValueError, match="block rows of shape"):
+        with NpyStreamWriter(path, (2, 3), np.int8, max_rows=10) as writer:
+            writer.write(ROWS[:2])
+            writer.write(np.zeros((1, 3, 3), np.int8))
+    assert not path.exists()
