@@ -15,7 +15,7 @@ from pruned_graphs import make_layout_graph, make_tile_graph
 
 from pipeline import gnn as train_gnn
 from pipeline.config import compose, repo_root
-from pipeline.graphnet.checkpoint import load_model
+from pipeline.graphnet.checkpoint import load_checkpoint, load_model
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.pruned import save_pruned_graph, write_index
 from pipeline.tpugraphs.dataset import Collection
@@ -116,7 +116,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     write_collection(tmp_path, collection)
     train_gnn.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
-    state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
 
 
@@ -160,5 +160,5 @@ def test_ddp_two_cpu_processes(tmp_path, mode):
     assert done.returncode == 0, done.stderr[-3000:]
     check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
     if mode == "gst":                                   # each rank's table and cycles, for an exact resume
-        state = torch.load(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt", weights_only=False)
+        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
         assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])
