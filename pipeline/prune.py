@@ -28,7 +28,7 @@ from pipeline.scoring.evaluate import write_json
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
-from pipeline.tpugraphs.dataset import SPLITS, Collection, graph_paths, npz_root
+from pipeline.tpugraphs.dataset import SPLITS, Collection, check_disjoint_splits, npz_root
 
 
 
@@ -122,9 +122,10 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
     graph_params = params.graph_params()
     try:
         tasks = []
+        split_paths = check_disjoint_splits(root, collection)
         for split in SPLITS:
             (tmp / split).mkdir(parents=True)
-            for path in graph_paths(root, collection, split):
+            for path in split_paths[split]:
                 tasks.append((path, collection, split, path.relative_to(root).as_posix(), graph_params, tmp / split))
         results = _run(tasks, params.workers, f"prune {collection.slug}")
         skipped = []

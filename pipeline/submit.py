@@ -7,7 +7,6 @@ then written atomically. On synthetic data the stage also scores the submission 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from pipeline.scoring import metrics
-from pipeline.config import load_cfg, split_overrides
+from pipeline.config import stage_args
 from pipeline.scoring.evaluate import load_truth, write_json
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -167,12 +166,8 @@ def run(cfg: DictConfig) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    overrides, rest = split_overrides(argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", metavar="FILE", help="validate FILE against the configured dataset and exit")
-    args = parser.parse_args(rest)
-    cfg = load_cfg(overrides)
+    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=lambda parser: parser.add_argument(
+        "--check", metavar="FILE", help="validate FILE against the configured dataset and exit"))
     if args.check:
         problems = check_file(args.check, cfg)
         if problems:

@@ -144,8 +144,9 @@ def test_learning_rate_by_collection_kind_or_one_number():
     assert train_gnn.by_collection(gst, "norm", Collection.parse("tile-xla")) == "instance"
     assert train_gnn.by_collection(gst, "norm", Collection.parse("layout-nlp-random")) == "layer"
     assert train_gnn.by_collection(compose([]).gnn, "norm", Collection.parse("tile-xla")) == "instance"
-    with pytest.raises(ValueError, match="no entry 'random'"):
-        train_gnn.by_collection(compose(["~gnn.lr.random"]).gnn, "lr", Collection.parse("layout-nlp-random"))
+    with pytest.raises(ValueError, match="no entry 'random'"):      # the schema allows it for tile/default-only data
+        train_gnn.by_collection(compose(["~gnn.lr.random", "data.collections=[tile-xla,layout-nlp-default]"]).gnn,
+                                "lr", Collection.parse("layout-nlp-random"))
 
 
 @pytest.mark.parametrize("mode", ["pruned", "gst"])

@@ -125,6 +125,8 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
             out["config_runtime_normalizers"] = normalizers
         return out
     node_config_ids = c.ints("node_config_ids", arrays["node_config_ids"], (None,))
+    if len(node_config_ids) == 0:      # nothing to configure: no layout to rank (models need >= 1 config node)
+        raise c.fail("node_config_ids", "at least one configurable node", "shape (0,)")
     c.within("node_config_ids", node_config_ids, 0, n_nodes - 1, f" (node ids of a graph of {n_nodes} nodes)")
     unique, counts = np.unique(node_config_ids, return_counts=True)
     if len(unique) != len(node_config_ids):
