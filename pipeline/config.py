@@ -105,7 +105,22 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if add_flags is not None:
         add_flags(parser)
     args = parser.parse_args(rest)
+    exit_on_terminate()
     return args, cli_cfg(overrides)
+
+
+def exit_on_terminate() -> None:
+    """SIGTERM / SIGHUP (a `kill`, a closed terminal, a cancelled job) raise SystemExit in the main thread, so the
+    stages' try/finally blocks remove their temporary outputs instead of the process dying in place."""
+    import signal
+    import threading
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, stop)
 
 
 def cli_cfg(overrides: Sequence[str]) -> DictConfig:

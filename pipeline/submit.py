@@ -21,6 +21,7 @@ from pipeline.config import stage_args
 from pipeline.scoring.evaluate import load_truth, write_json
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.schema import OFFICIAL_TEST_GRAPHS
 
 HEADER = ["ID", "TopConfigs"]
 SEPARATOR = ";"
@@ -80,11 +81,39 @@ def check_row(kind: str, n_configs: int, indices: list[int], tile_top_k: int) ->
     return None
 
 
+def collection_of(row_id_: str) -> str:
+    """The collection name of a row ID (`layout:xla:random:<stem>` -> `layout:xla:random`)."""
+    return str(row_id_).rsplit(":", 1)[0]
+
+
+def missing_collections(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]]) -> list[str]:
+    """A problem for every collection of `expected` with no row at all in `table`."""
+    present = {collection_of(i) for i in table["ID"]}
+    wanted: dict[str, int] = {}
+    for row_id_ in expected:
+        wanted[collection_of(row_id_)] = wanted.get(collection_of(row_id_), 0) + 1
+    return [f"no rows at all for collection {name} (expected {n})" for name, n in sorted(wanted.items())
+            if name not in present]
+
+
+def official_count_problems(table: pd.DataFrame, collections: Sequence[Collection]) -> list[str]:
+    """data=tpugraphs: rows per collection that differ from the official test set (894 rows in all)."""
+    counts = table["ID"].map(collection_of).value_counts()
+    problems = []
+    for collection in collections:
+        found, official = int(counts.get(collection.name, 0)), OFFICIAL_TEST_GRAPHS[collection.name]
+        if found != official:
+            problems.append(f"{collection.name}: {found} rows; the official test set has {official} graphs "
+                            f"({sum(OFFICIAL_TEST_GRAPHS.values())} rows in all)")
+    return problems
+
+
 def validate_submission(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]], tile_top_k: int) -> list[str]:
     """Every problem that would make Kaggle reject `table` (empty list = valid)."""
     if list(table.columns) != HEADER:
         return [f"header is {list(table.columns)}; expected {HEADER}"]
-    problems = [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
+    problems = missing_collections(table, expected)
+    problems += [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
     problems += [f"unknown ID {i}" for i in sorted(set(table["ID"]) - set(expected))]
     problems += [f"missing ID {i}" for i in sorted(set(expected) - set(table["ID"]))]
     for row_id_, text in zip(table["ID"], table["TopConfigs"]):
@@ -139,10 +168,15 @@ def check_file(path: str | Path, cfg: DictConfig) -> list[str]:
     """Validate any CSV against the configured dataset's test graphs."""
     collections = [Collection.parse(c) for c in cfg.data.collections]
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except UnicodeDecodeError as err:
+        return [f"cannot read {path}: not UTF-8 text (byte {err.start}: {err.reason})"]
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        return [f"cannot read {path}: {err}"]
-    return validate_submission(table, expected_rows(cfg.data.root, collections), cfg.submit.tile_top_k)
+        return [f"cannot read {path}: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"]
+    problems = validate_submission(table, expected_rows(cfg.data.root, collections), cfg.submit.tile_top_k)
+    if cfg.data.kind == "tpugraphs" and list(table.columns) == HEADER:
+        problems += official_count_problems(table, collections)
+    return problems
 
 
 def run(cfg: DictConfig) -> Path:

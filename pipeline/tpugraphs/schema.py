@@ -21,6 +21,9 @@ LAYOUT_VALUE_MIN, LAYOUT_VALUE_MAX = -1, 5      # node_config_feat: minor-to-maj
 GRAPH_KEYS = ("node_feat", "node_opcode", "edge_index", "config_runtime")
 TILE_KEYS = ("config_feat", "config_runtime_normalizers")
 LAYOUT_KEYS = ("node_config_ids", "node_config_feat", "node_splits")
+# graphs in the official test split, per collection (the Kaggle submission has these 894 rows)
+OFFICIAL_TEST_GRAPHS = {"tile:xla": 844, "layout:xla:random": 8, "layout:xla:default": 8,
+                        "layout:nlp:random": 17, "layout:nlp:default": 17}
 
 
 def required_keys(kind: str, split: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
