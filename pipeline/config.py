@@ -20,8 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
-from pipeline.settings_schema import check_overrides, validate
-from pipeline.settings_types import SettingsError
+from pipeline.settings_schema import check_overrides, spec_at, validate
+from pipeline.settings_types import BySearch, SettingsError
 
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
@@ -46,8 +46,20 @@ def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None) -> Dict
             cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
         OmegaConf.resolve(cfg)
     except (HydraException, OmegaConfBaseException) as error:
-        raise SettingsError("overrides", list(overrides), f"overrides Hydra accepts ({first_line(error)})") from None
+        raise hydra_error(error, overrides) from None
     return checked(cfg)
+
+
+def hydra_error(error: Exception, overrides: Sequence[str]) -> SettingsError:
+    """A one-line SettingsError for an override Hydra refused (syntax, or a key inside a single value)."""
+    for override in overrides:
+        key, _, value = override.lstrip("~+").partition("=")
+        parent = key.rpartition(".")[0]
+        if f"Could not override '{key}'" in str(error) and isinstance(spec_at(parent), BySearch):
+            return SettingsError(key, value, f"an entry of a mapping, but {parent} holds one value here: set it "
+                                             f"whole, e.g. '{parent}={{tile: ..., random: ..., default: ...}}'")
+    cause = f"; {first_line(error.__cause__)}" if error.__cause__ is not None else ""
+    return SettingsError("overrides", list(overrides), f"overrides Hydra accepts ({first_line(error)}{cause})")
 
 
 def first_line(error: BaseException) -> str:
