@@ -117,6 +117,12 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if add_flags is not None:
         add_flags(parser)
     args = parser.parse_args(rest)
+    if collection:
+        from pipeline.tpugraphs.dataset import Collection
+        try:
+            Collection.parse(args.collection)
+        except ValueError as error:
+            raise SystemExit(f"error: --collection: {error}") from None
     exit_on_terminate()
     return args, cli_cfg(overrides)
 
