@@ -173,6 +173,8 @@ def spec_at(dotted: str):
             spec = spec.item
         elif isinstance(spec, Group) and part in spec.fields:
             spec = spec.fields[part]
+        elif isinstance(spec, List) and part.isdigit():        # an item of a list (lgbm.eval_at.0=10)
+            spec = spec.item
         else:
             return None
     return spec
