@@ -12,7 +12,7 @@ import pytest
 from conftest import make_layout_arrays, make_tile_arrays, write_npz
 
 from pipeline.config import compose
-from pipeline.submit import check_file, main as submit_main
+from pipeline.submit import check_file, check_notes, main as submit_main
 from pipeline.tpugraphs.dataset import (TpuGraphsFormatError, check_disjoint_splits, graph_paths, load_graph,
                                         validate_node_config_feat)
 from pipeline.tpugraphs.npz import list_members
@@ -105,16 +105,23 @@ def check_cfg(root):
     return compose(["data=tpugraphs", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]"])
 
 
-def test_check_refuses_a_csv_missing_a_collection_and_counts_official_rows(tmp_path):
+def test_check_refuses_a_csv_missing_a_collection_and_notes_official_counts(tmp_path, capsys):
     root = tpugraphs_root(tmp_path / "data")
     csv = tmp_path / "sub.csv"
     csv.write_text("ID,TopConfigs\ntile:xla:t3,1;0;2\n")
-    problems = check_file(csv, check_cfg(root))
-    assert "no rows at all for collection layout:xla:random (expected 1)" in problems
-    assert "tile:xla: 1 rows; the official test set has 844 graphs (894 rows in all)" in problems
-    assert "layout:xla:random: 0 rows; the official test set has 8 graphs (894 rows in all)" in problems
+    assert check_file(csv, check_cfg(root)) == ["no rows at all for collection layout:xla:random (expected 1)",
+                                                 "missing ID layout:xla:random:c"]
+    assert check_notes(csv, check_cfg(root)) == [
+        "tile:xla: 1 rows; the official test set has 844 graphs (894 rows in all)",
+        "layout:xla:random: 0 rows; the official test set has 8 graphs (894 rows in all)"]
     csv.write_text("ID,TopConfigs\ntile:xla:t3,1;0;2\nlayout:xla:random:c,0;1;2;3\n")
-    assert [p for p in check_file(csv, check_cfg(root)) if "official" not in p] == []
+    assert check_file(csv, check_cfg(root)) == []
+    submit_main(["--check", str(csv), "data=tpugraphs", f"data.root={root}",
+                 "data.collections=[tile-xla,layout-xla-random]"])            # valid: exits normally, with notes
+    out = capsys.readouterr()
+    assert "valid submission" in out.out and "note: layout:xla:random: 1 rows; the official test set has 8" in out.err
+    synthetic = compose(["data=synthetic_ci", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]"])
+    assert check_notes(csv, synthetic) == []                                   # only data=tpugraphs is compared
 
 
 def test_check_cli_on_a_non_utf8_csv_is_one_line(tmp_path, capsys):
