@@ -3,6 +3,10 @@
 Every stage calls `load_cfg(argv)`: with no `key=value` overrides it reads params.yaml, so `dvc repro` runs exactly
 what DVC recorded; with overrides it composes conf/ with them the way `dvc exp run -S` does, and leaves
 params.yaml alone. `python -m pipeline.config [overrides]` regenerates params.yaml.
+
+Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
+one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
+turn that error into a one-line message and exit status 1, without a traceback.
 """
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ from collections.abc import Mapping
 from typing import Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from yaml import YAMLError
+
+from pipeline.settings_schema import check_overrides, spec_at, validate
+from pipeline.settings_types import BySearch, SettingsError
 
 from pipeline.files import write_text
 
@@ -28,20 +37,53 @@ def repo_root() -> Path:
 
 
 def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None) -> DictConfig:
-    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does."""
+    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does; validated."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.errors import HydraException
 
     conf_dir = Path(conf_dir or repo_root() / CONF_DIR).resolve()
-    with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-        cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
-    OmegaConf.resolve(cfg)
+    check_overrides(overrides, conf_dir)
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+        OmegaConf.resolve(cfg)
+    except (HydraException, OmegaConfBaseException) as error:
+        raise hydra_error(error, overrides) from None
+    return checked(cfg)
+
+
+def hydra_error(error: Exception, overrides: Sequence[str]) -> SettingsError:
+    """A one-line SettingsError for an override Hydra refused (syntax, or a key inside a single value)."""
+    for override in overrides:
+        key, _, value = override.lstrip("~+").partition("=")
+        parent = key.rpartition(".")[0]
+        if f"Could not override '{key}'" in str(error) and isinstance(spec_at(parent), BySearch):
+            return SettingsError(key, value, f"an entry of a mapping, but {parent} holds one value here: set it "
+                                             f"whole, e.g. '{parent}={{tile: ..., random: ..., default: ...}}'")
+    cause = f"; {first_line(error.__cause__)}" if error.__cause__ is not None else ""
+    return SettingsError("overrides", list(overrides), f"overrides Hydra accepts ({first_line(error)}{cause})")
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an exception message (or its type name)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def checked(cfg: DictConfig, source: str = "conf/") -> DictConfig:
+    """cfg after validating every key and value against the settings schema (SettingsError on the first fault)."""
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as error:
+        raise SettingsError(source, "<unresolvable>", f"a resolvable configuration ({first_line(error)})") from None
+    validate(plain)
     return cfg
 
 
 def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split argv into Hydra overrides (`key=value`, `group=option`, `+key=v`) and everything else."""
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    """Split argv into Hydra overrides (`key=value`, `group=option`, `+key=v`, `~key`) and everything else."""
+    overrides = [a for a in argv if ("=" in a and not a.startswith("-")) or a.startswith("~")]
     rest = [a for a in argv if a not in overrides]
     return overrides, rest
 
@@ -55,14 +97,20 @@ def load_cfg(argv: Sequence[str] | None = None, params_file: Path | None = None)
     path = Path(params_file or PARAMS_FILE)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no params.yaml here; run `python -m pipeline.config` from the repo root")
-    return OmegaConf.load(path)
+    try:
+        cfg = OmegaConf.load(path)
+    except (OmegaConfBaseException, YAMLError) as error:
+        raise SettingsError(str(path), "<unreadable>", f"a YAML mapping ({first_line(error)})") from None
+    if not isinstance(cfg, DictConfig):
+        raise SettingsError(str(path), "<not a mapping>", "a YAML mapping of the config groups")
+    return checked(cfg, str(path))
 
 
 def stage_args(description: str, argv: Sequence[str] | None = None, collection: bool = True,
                add_flags: Callable[[argparse.ArgumentParser], None] | None = None):
     """Parse a stage's own flags (`--collection`, plus any `add_flags` adds) and load its config from the overrides.
 
-    Returns (args, cfg). Used by every `pipeline.<stage>.main`.
+    Returns (args, cfg). Used by every `pipeline.<stage>.main`. A setting the schema refuses exits with one line.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
@@ -72,7 +120,36 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if add_flags is not None:
         add_flags(parser)
     args = parser.parse_args(rest)
-    return args, load_cfg(overrides)
+    if collection:
+        from pipeline.tpugraphs.dataset import Collection
+        try:
+            Collection.parse(args.collection)
+        except ValueError as error:
+            raise SystemExit(f"error: --collection: {error}") from None
+    exit_on_terminate()
+    return args, cli_cfg(overrides)
+
+
+def exit_on_terminate() -> None:
+    """SIGTERM / SIGHUP (a `kill`, a closed terminal, a cancelled job) raise SystemExit in the main thread, so the
+    stages' try/finally blocks remove their temporary outputs instead of the process dying in place."""
+    import signal
+    import threading
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, stop)
+
+
+def cli_cfg(overrides: Sequence[str]) -> DictConfig:
+    """load_cfg for a command line: a refused setting exits (status 1) with one line on stderr, no traceback."""
+    try:
+        return load_cfg(overrides)
+    except SettingsError as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 def by_search(value, key: str, kind: str, search: str | None):
@@ -100,7 +177,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides, rest = split_overrides(argv)
     if rest:
         raise SystemExit(f"pipeline.config takes only Hydra overrides (key=value), got {rest}")
-    write_params(compose(overrides))
+    try:
+        cfg = compose(overrides)
+    except SettingsError as error:
+        raise SystemExit(f"error: {error}") from None
+    write_params(cfg)
     print(f"wrote {PARAMS_FILE} ({len(overrides)} override(s))")
 
 

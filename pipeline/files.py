@@ -1,8 +1,8 @@
 """Atomic writes: every output file (or folder) of the pipeline appears complete or not at all.
 
-`atomic_path(path)` yields a temporary sibling `<name>.<pid>.tmp`; the caller writes the file (or fills the folder)
-there, and on a clean exit it replaces `path` (a folder `path` is removed first); on an exception the temporary is
-removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases.
+`atomic_path(path)` yields a temporary sibling `<name>.tmp` (a leftover of an earlier, killed run is removed
+first); the caller writes the file (or fills the folder) there, and on a clean exit it replaces `path` (a folder
+`path` is removed first); on an exception the temporary is removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield the temporary path to write; it replaces `path` when the block exits cleanly (parents are created)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.name}.tmp")
     _remove(tmp)
     try:
         yield tmp

@@ -26,7 +26,7 @@ from pipeline.pruning.dedup import DEDUP_MODES
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
-from pipeline.tpugraphs.dataset import Collection, graph_paths, npz_root
+from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.schema import SPLITS
 
 
@@ -119,9 +119,10 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
     graph_params = params.graph_params()
     with atomic_path(out) as tmp:
         tasks = []
+        split_paths = check_disjoint_splits(root, collection)
         for split in SPLITS:
             (tmp / split).mkdir(parents=True)
-            for path in graph_paths(root, collection, split):
+            for path in split_paths[split]:
                 tasks.append((path, collection, split, path.relative_to(root).as_posix(), graph_params, tmp / split))
         results = _run(tasks, params.workers, f"prune {collection.slug}")
         skipped = []

@@ -21,6 +21,7 @@ from pipeline.files import write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.schema import OFFICIAL_TEST_GRAPHS
 
 HEADER = ["ID", "TopConfigs"]
 SEPARATOR = ";"
@@ -80,11 +81,40 @@ def check_row(kind: str, n_configs: int, indices: list[int], tile_top_k: int) ->
     return None
 
 
+def collection_of(row_id_: str) -> str:
+    """The collection name of a row ID (`layout:xla:random:<stem>` -> `layout:xla:random`)."""
+    return str(row_id_).rsplit(":", 1)[0]
+
+
+def missing_collections(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]]) -> list[str]:
+    """A problem for every collection of `expected` with no row at all in `table`."""
+    present = {collection_of(i) for i in table["ID"]}
+    wanted: dict[str, int] = {}
+    for row_id_ in expected:
+        wanted[collection_of(row_id_)] = wanted.get(collection_of(row_id_), 0) + 1
+    return [f"no rows at all for collection {name} (expected {n})" for name, n in sorted(wanted.items())
+            if name not in present]
+
+
+def official_count_notes(table: pd.DataFrame, collections: Sequence[Collection]) -> list[str]:
+    """data=tpugraphs: rows per collection that differ from the official test set (894 rows in all). Notes, not
+    problems: a local copy of the data may hold other test graphs; Kaggle expects exactly these counts."""
+    counts = table["ID"].map(collection_of).value_counts()
+    problems = []
+    for collection in collections:
+        found, official = int(counts.get(collection.name, 0)), OFFICIAL_TEST_GRAPHS[collection.name]
+        if found != official:
+            problems.append(f"{collection.name}: {found} rows; the official test set has {official} graphs "
+                            f"({sum(OFFICIAL_TEST_GRAPHS.values())} rows in all)")
+    return problems
+
+
 def validate_submission(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]], tile_top_k: int) -> list[str]:
     """Every problem that would make Kaggle reject `table` (empty list = valid)."""
     if list(table.columns) != HEADER:
         return [f"header is {list(table.columns)}; expected {HEADER}"]
-    problems = [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
+    problems = missing_collections(table, expected)
+    problems += [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
     problems += [f"unknown ID {i}" for i in sorted(set(table["ID"]) - set(expected))]
     problems += [f"missing ID {i}" for i in sorted(set(expected) - set(table["ID"]))]
     for row_id_, text in zip(table["ID"], table["TopConfigs"]):
@@ -134,11 +164,28 @@ def score_submission(cfg: DictConfig, table: pd.DataFrame, collections: Sequence
 def check_file(path: str | Path, cfg: DictConfig) -> list[str]:
     """Validate any CSV against the configured dataset's test graphs."""
     collections = [Collection.parse(c) for c in cfg.data.collections]
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        return [f"cannot read {path}: {err}"]
+    table, problem = read_submission(path)
+    if table is None:
+        return [problem]
     return validate_submission(table, expected_rows(cfg.data.root, collections), cfg.submit.tile_top_k)
+
+
+def read_submission(path: str | Path) -> tuple[pd.DataFrame | None, str | None]:
+    """(the CSV as strings, None), or (None, the one-line reason it cannot be read)."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8"), None
+    except UnicodeDecodeError as err:
+        return None, f"cannot read {path}: not UTF-8 text (byte {err.start}: {err.reason})"
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        return None, f"cannot read {path}: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+
+
+def check_notes(path: str | Path, cfg: DictConfig) -> list[str]:
+    """What `--check` reports besides problems: on data=tpugraphs, row counts unlike the official test set."""
+    table, _ = read_submission(path)
+    if cfg.data.kind != "tpugraphs" or table is None or list(table.columns) != HEADER:
+        return []
+    return official_count_notes(table, [Collection.parse(c) for c in cfg.data.collections])
 
 
 def run(cfg: DictConfig) -> Path:
@@ -165,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=lambda parser: parser.add_argument(
         "--check", metavar="FILE", help="validate FILE against the configured dataset and exit"))
     if args.check:
+        for note in check_notes(args.check, cfg):
+            print(f"note: {note}", file=sys.stderr)
         problems = check_file(args.check, cfg)
         if problems:
             print(f"{args.check}: INVALID, {len(problems)} problem(s):\n  " + "\n  ".join(problems), file=sys.stderr)

@@ -19,7 +19,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from pipeline.config import CONF_DIR, compose, repo_root
+from pipeline.config import CONF_DIR, checked, compose, repo_root
+from pipeline.settings_schema import check_overrides
+from pipeline.settings_types import SettingsError
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
@@ -52,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     args, overrides = parser.parse_known_args(argv)
     stage = importlib.import_module(f"pipeline.{args.stage}")
     collection = Collection.parse(args.collection)
-    folder = sweep_dir(args.stage, collection, overrides)
+    try:                                          # every swept key is known, the fixed ones valid, before any job
+        check_overrides(overrides, repo_root() / CONF_DIR)
+        folder = sweep_dir(args.stage, collection, overrides)
+    except SettingsError as error:
+        raise SystemExit(f"error: {error}") from None
 
     import hydra
     from hydra.core.hydra_config import HydraConfig
@@ -62,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
         job_dir = Path(HydraConfig.get().runtime.output_dir)
         for key in OUTPUT_PATHS:
             cfg.paths[key] = str(job_dir / Path(cfg.paths[key]).name)
-        stage.run(cfg, collection)
+        stage.run(checked(cfg), collection)
 
     sys.argv = [f"{__package__}.sweep", "--multirun", *overrides, f"hydra.sweep.dir={folder}",
                 "hydra.sweep.subdir=${hydra.job.num}", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]

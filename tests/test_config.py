@@ -15,7 +15,7 @@ def test_params_yaml_is_in_sync_with_conf():
 
 def test_no_overrides_reads_params_yaml(tmp_path):
     params = tmp_path / "params.yaml"
-    params.write_text("heuristic:\n  chunk_size: 3\n")
+    params.write_text(OmegaConf.to_yaml(compose(["heuristic.chunk_size=3"])))
     assert load_cfg([], params_file=params).heuristic.chunk_size == 3
 
 

@@ -40,10 +40,15 @@ def layout_arrays(split: str, seed: int = 0) -> dict[str, np.ndarray]:
             "node_splits": np.array([[0, 8]], np.int64)}
 
 
+def stem(split: str, g: int) -> str:
+    """Graph ids are unique across splits (prune refuses a graph id in two splits)."""
+    return f"{split}_g{g}"
+
+
 def build_layout(root: Path, n_graphs: int = 2) -> Path:
     for split in SPLITS:
         for g in range(n_graphs):
-            write_npz(root / "npz/layout/xla/random" / split / f"g{g}.npz", layout_arrays(split, seed=g))
+            write_npz(root / "npz/layout/xla/random" / split / f"{stem(split, g)}.npz", layout_arrays(split, seed=g))
     return root
 
 
@@ -61,7 +66,7 @@ def layout_run(tmp_path_factory):
 
 def test_layout_outputs(layout_run):
     _, folder, report = layout_run
-    g = load_pruned_graph(folder / "train" / "g0")
+    g = load_pruned_graph(folder / "train" / stem("train", 0))
     assert g.node_ids.tolist() == [0, 1, 2, 4, 5, 6]
     assert g.edge_index.tolist() == [[1, 0], [2, 1], [4, 3], [5, 4]]
     assert g.node_config_ids.tolist() == [1, 4] and g.node_opcode.tolist() == [63, 26, 41, 98, 26, 41]
@@ -75,7 +80,7 @@ def test_layout_outputs(layout_run):
     normalizer = json.loads((folder / "normalizer.json").read_text())
     assert g.node_feat.shape == (6, len(normalizer["columns"])) and g.node_feat.dtype == np.float32
     index = pd.read_csv(folder / "index.csv")
-    assert index[["split", "graph_id"]].values.tolist() == [[s, f"g{i}"] for s in sorted(SPLITS) for i in (0, 1)]
+    assert index[["split", "graph_id"]].values.tolist() == [[s, stem(s, i)] for s in sorted(SPLITS) for i in (0, 1)]
     assert set(index["nodes_pruned"]) == {6} and set(index["edges_pruned"]) == {4}
     assert report["splits"]["train"] == {"graphs": 2, "nodes": 16, "edges": 14, "nodes_pruned": 12,
                                          "edges_pruned": 8, "configs": 12, "configs_dedup": 8}
@@ -85,7 +90,7 @@ def test_layout_outputs(layout_run):
 
 def test_test_configs_survive_untouched(layout_run):
     root, folder, _ = layout_run
-    g = load_pruned_graph(folder / "test" / "g1")
+    g = load_pruned_graph(folder / "test" / stem("test", 1))
     original = layout_arrays("test", seed=1)["node_config_feat"]
     assert np.array_equal(g.node_config_feat, original.astype(np.int8))        # all 6, same order
     assert g.config_inverse.tolist() == list(range(6)) and g.config_count.tolist() == [1] * 6
@@ -95,11 +100,11 @@ def test_test_configs_survive_untouched(layout_run):
 def test_mean_dedup_and_hops(tmp_path, layout_run):
     root, _, _ = layout_run
     prune_collection(root, LAYOUT, tmp_path / "mean", params(dedup="mean", hops=0))
-    g = load_pruned_graph(tmp_path / "mean" / LAYOUT / "valid" / "g0")
+    g = load_pruned_graph(tmp_path / "mean" / LAYOUT / "valid" / stem("valid", 0))
     assert g.config_runtime.tolist() == [70, 230, 300, 500]
     assert g.node_ids.tolist() == [1, 5] and g.edge_index.shape == (0, 2) and g.node_config_ids.tolist() == [0, 1]
     prune_collection(root, LAYOUT, tmp_path / "all", params(hops=None))
-    g = load_pruned_graph(tmp_path / "all" / LAYOUT / "train" / "g1")
+    g = load_pruned_graph(tmp_path / "all" / LAYOUT / "train" / stem("train", 1))
     assert g.node_ids.tolist() == list(range(8)) and len(g.edge_index) == 7 and g.node_config_ids.tolist() == [1, 5]
 
 
@@ -114,14 +119,14 @@ def test_tile_targets_and_test_without_normalizers(tmp_path):
         if split == "test":
             arrays["config_runtime"][:] = 0
             del arrays["config_runtime_normalizers"]
-        write_npz(tile / split / "t0.npz", arrays)
+        write_npz(tile / split / f"{stem(split, 0)}.npz", arrays)
     prune_collection(tmp_path, "tile:xla", tmp_path / "out", params(dedup="min"))
-    train = load_pruned_graph(tmp_path / "out/tile-xla/train/t0")
+    train = load_pruned_graph(tmp_path / "out/tile-xla/train" / stem("train", 0))
     assert train.config_runtime.tolist() == [1.1, 0.9, 1.5] and train.config_count.tolist() == [2, 1, 1]
     assert train.config_inverse.tolist() == [0, 1, 2, 0] and train.node_config_feat is None
     assert train.config_feat.shape == (3, 24) and train.config_feat[0, 8:12].tolist() == [8, 128, -1, -1]
     assert train.node_ids.tolist() == [0, 1, 2] and train.node_config_ids is None
-    test = load_pruned_graph(tmp_path / "out/tile-xla/test/t0")
+    test = load_pruned_graph(tmp_path / "out/tile-xla/test" / stem("test", 0))
     assert test.config_runtime.tolist() == [0, 0, 0, 0] and test.config_inverse.tolist() == [0, 1, 2, 3]
     assert test.config_feat.shape == (4, 24)
 
@@ -141,20 +146,20 @@ def test_two_runs_are_identical_and_normalisation_uses_train_only(tmp_path, layo
     for split in ("valid", "test"):
         arrays = layout_arrays(split)
         arrays["node_feat"][:, 21] *= 1000
-        write_npz(tmp_path / "npz/layout/xla/random" / split / "g0.npz", arrays)
-    write_npz(tmp_path / "npz/layout/xla/random/train/g0.npz", layout_arrays("train"))
-    write_npz(tmp_path / "npz/layout/xla/random/train/g1.npz", layout_arrays("train", seed=1))
+        write_npz(tmp_path / "npz/layout/xla/random" / split / f"{stem(split, 0)}.npz", arrays)
+    write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 0)}.npz", layout_arrays("train"))
+    write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=1))
     prune_collection(tmp_path, LAYOUT, tmp_path / "valid_changed", params())
     normalizer = (tmp_path / "valid_changed" / LAYOUT / "normalizer.json").read_bytes()
     assert normalizer == first["normalizer.json"]
-    write_npz(tmp_path / "npz/layout/xla/random/train/g1.npz", layout_arrays("train", seed=7))
+    write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=7))
     prune_collection(tmp_path, LAYOUT, tmp_path / "train_changed", params())
     assert (tmp_path / "train_changed" / LAYOUT / "normalizer.json").read_bytes() != normalizer
 
 
 def test_corrupt_graph_names_the_file_and_leaves_no_output(tmp_path):
     root = build_layout(tmp_path / "data", n_graphs=1)
-    bad = root / "npz/layout/xla/random/valid/g0.npz"
+    bad = root / "npz/layout/xla/random/valid" / f"{stem('valid', 0)}.npz"
     bad.write_bytes(bad.read_bytes()[:300])                              # truncated file
     with pytest.raises(TpuGraphsFormatError, match=str(bad)):
         prune_collection(root, LAYOUT, tmp_path / "out", params())
@@ -167,15 +172,15 @@ def test_skip_invalid_train_lists_the_graph(tmp_path):
     root = build_layout(tmp_path / "data", n_graphs=2)
     arrays = layout_arrays("train")
     arrays["node_config_feat"][4, 1, 3] = 7                              # found only while streaming configs
-    bad = write_npz(root / "npz/layout/xla/random/train/g1.npz", arrays)
+    bad = write_npz(root / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", arrays)
     with pytest.raises(TpuGraphsFormatError, match=f"{bad}.*node_config_feat"):
         prune_collection(root, LAYOUT, tmp_path / "out", params(chunk_size=2))
     report = prune_collection(root, LAYOUT, tmp_path / "out", params(chunk_size=2, skip_invalid_train=True))
-    assert [(s["split"], s["graph_id"]) for s in report["skipped"]] == [("train", "g1")]
+    assert [(s["split"], s["graph_id"]) for s in report["skipped"]] == [("train", stem("train", 1))]
     assert "node_config_feat" in report["skipped"][0]["error"] and report["splits"]["train"]["graphs"] == 1
     folder = tmp_path / "out" / LAYOUT
-    assert sorted(p.name for p in (folder / "train").iterdir()) == ["g0"]   # no partial folder or staged file
-    assert "g1" not in set(pd.read_csv(folder / "index.csv").query("split == 'train'")["graph_id"])
+    assert sorted(p.name for p in (folder / "train").iterdir()) == [stem("train", 0)]   # no partial folder or staged file
+    assert stem("train", 1) not in set(pd.read_csv(folder / "index.csv").query("split == 'train'")["graph_id"])
 
 
 def test_main_writes_metrics(tmp_path, layout_run, capsys):
@@ -186,7 +191,7 @@ def test_main_writes_metrics(tmp_path, layout_run, capsys):
     assert metrics["graphs"] == 6 and metrics["nodes_pruned"] == metrics["nodes"] == 48
     assert metrics["configs"] == 36 and metrics["configs_dedup"] == 28 and metrics["skipped"] == 0
     assert "48 -> 48" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="prune.hops"):
+    with pytest.raises(SystemExit, match=r"setting prune.hops=-2: expected an integer >= 0 or one of \['all'\]"):
         main(["--collection", LAYOUT, "data=synthetic_ci", f"data.root={root}", "prune.hops=-2"])
 
 

@@ -1,5 +1,10 @@
 """Checkpoints: the best model (weights + spec) and a resumable training state, both written atomically.
 
+Nothing is unpickled: files are read with `torch.load(weights_only=True)`, which rebuilds only tensors and plain
+containers (dict, list, tuple, str, int, float, bool, None) and refuses any other object a planted file carries
+before it is constructed. numpy arrays in the state (GST's segment cycles and table rows) are stored as tensors
+tagged with `NUMPY_TAG` and turned back into arrays on load; numpy scalars are stored as Python numbers.
+
 The resumable state holds model, optimiser and scheduler state, the epoch reached, the best model so far, the
 training curve and every random state (torch CPU/CUDA and the numpy sampling generator, one per DDP rank), so an
 interrupted run continues exactly where it stopped.
@@ -17,12 +22,59 @@ from pipeline.graphnet.model import ModelSpec, build_model
 
 MODEL_FILE = "model.pt"
 CHECKPOINT_FILE = "checkpoint.pt"
+NUMPY_TAG = "__numpy_array__"
+
+
+class CheckpointError(ValueError):
+    """A model or checkpoint file that is not a plain tensor/container payload written by this module."""
+
+
+def to_plain(obj):
+    """`obj` with numpy arrays replaced by tagged tensors and numpy scalars by Python numbers (recursively)."""
+    if isinstance(obj, np.ndarray):
+        return {NUMPY_TAG: torch.from_numpy(np.ascontiguousarray(obj).copy())}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {key: to_plain(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_plain(value) for value in obj)
+    return obj
+
+
+def from_plain(obj):
+    """Inverse of `to_plain`."""
+    if isinstance(obj, dict):
+        if set(obj) == {NUMPY_TAG}:
+            return obj[NUMPY_TAG].numpy()
+        return {key: from_plain(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_plain(value) for value in obj)
+    return obj
+
+
+def load_plain(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """A payload written by `save_atomic`, read with weights_only=True (no code in the file can run).
+
+    Raises CheckpointError naming the file when it holds anything but tensors and plain containers, or is no
+    torch file at all.
+    """
+    path = Path(path)
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError ... for a foreign file
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{path}: refused, not a plain tensor checkpoint written by this pipeline "
+                              f"(weights-only load failed: {first[:200]})") from None
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{path}: expected a dict payload, found {type(payload).__name__}")
+    return from_plain(payload)
 
 
 def save_atomic(payload: dict, path: str | Path) -> None:
     """torch.save to a temp file in the same folder, then rename over `path`."""
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        torch.save(to_plain(payload), tmp)
 
 
 def rng_state(rng: np.random.Generator) -> dict:
@@ -52,10 +104,10 @@ def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> tu
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no GNN model here; run the gnn stage")
-    payload = torch.load(path, map_location=map_location, weights_only=False)
+    payload = load_plain(path, map_location)
     for key in ("spec", "state_dict"):
         if key not in payload:
-            raise ValueError(f"{path}: key {key!r} missing; expected a model written by save_model")
+            raise CheckpointError(f"{path}: key {key!r} missing; expected a model written by save_model")
     model = build_model(ModelSpec(**payload["spec"]))
     model.load_state_dict(payload["state_dict"])
     return model.eval(), payload.get("meta", {})
@@ -66,8 +118,8 @@ def load_checkpoint(path: str | Path) -> dict | None:
     path = Path(path)
     if not path.exists():
         return None
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_plain(path)
     missing = {"epoch", "model", "optimizer", "scheduler", "rng", "spec"} - set(payload)
     if missing:
-        raise ValueError(f"{path}: keys {sorted(missing)} missing; expected a gnn checkpoint")
+        raise CheckpointError(f"{path}: keys {sorted(missing)} missing; expected a gnn checkpoint")
     return payload

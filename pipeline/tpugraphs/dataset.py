@@ -20,7 +20,7 @@ from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.npz import NpzMember, check_index, iter_rows, list_members, read_array, read_rows
 from pipeline.tpugraphs.schema import LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, SPLITS, check_arrays, required_keys
 
-__all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "Graph", "load_graph",
+__all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_disjoint_splits", "Graph", "load_graph",
            "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
 
 CONFIG_CHUNK_BYTES = 16 << 20                   # stored bytes of node_config_feat checked per step (temporaries ~4x)
@@ -83,7 +83,31 @@ def graph_paths(root: str | os.PathLike, collection: str | Collection, split: st
     folder = npz_root(root) / collection.subdir / split
     if not folder.is_dir():
         raise TpuGraphsFormatError(folder, None, f"the folder of {collection.name} {split} graphs", "no such folder")
-    return sorted(folder.glob("*.npz"))
+    paths = sorted(folder.glob("*.npz"))
+    if not paths:
+        raise TpuGraphsFormatError(folder, None, f"at least one {collection.name} {split} graph (*.npz)",
+                                   "an empty folder")
+    for path in paths:
+        if not path.is_file():
+            target = os.readlink(path) if path.is_symlink() else "not a regular file"
+            raise TpuGraphsFormatError(path, None, "a readable npz file", f"a dangling link to {target}"
+                                       if path.is_symlink() else target)
+    return paths
+
+
+def check_disjoint_splits(root: str | os.PathLike, collection: str | Collection) -> dict[str, list[Path]]:
+    """The graph files of every split; raises TpuGraphsFormatError when one graph id (file stem) is in two splits
+    (a train graph in valid or test would leak its labels into model selection or the test score)."""
+    collection = Collection.parse(collection)
+    paths = {split: graph_paths(root, collection, split) for split in SPLITS}
+    seen: dict[str, str] = {}
+    for split, files in paths.items():
+        for path in files:
+            if path.stem in seen:
+                raise TpuGraphsFormatError(path, None, f"graph ids unique across splits of {collection.name}",
+                                           f"'{path.stem}' in both {seen[path.stem]} and {split}")
+            seen[path.stem] = split
+    return paths
 
 
 @dataclass(eq=False)

@@ -132,6 +132,7 @@ class NpzMember:
     compressed: bool                  # False: STORED, memory-mappable at data_offset
     header_size: int                  # bytes of the npy header inside the member
     data_offset: int | None = None    # absolute file offset of the array data (STORED members only)
+    crc: int | None = None            # the zip directory's CRC-32 of the member bytes (npy header + data)
 
     @property
     def row_nbytes(self) -> int:
@@ -156,7 +157,7 @@ def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path, file_si
         raise TpuGraphsFormatError(path, key, f"a member of {size} bytes for shape {shape} {dtype}",
                                    f"{info.file_size} bytes")
     if info.compress_type != zipfile.ZIP_STORED:
-        return NpzMember(path, key, info.filename, shape, dtype, True, header_size)
+        return NpzMember(path, key, info.filename, shape, dtype, True, header_size, crc=info.CRC)
     raw.seek(info.header_offset)
     local = ZIP_LOCAL_HEADER.unpack(read_exact(raw, ZIP_LOCAL_HEADER.size, path, key))
     if local[0] != ZIP_LOCAL_SIGNATURE:
@@ -165,7 +166,7 @@ def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path, file_si
     if offset + size - header_size > file_size:
         raise TpuGraphsFormatError(path, key, f"array data up to byte {offset + size - header_size}",
                                    f"a file of {file_size} bytes (truncated)")
-    return NpzMember(path, key, info.filename, shape, dtype, False, header_size, offset)
+    return NpzMember(path, key, info.filename, shape, dtype, False, header_size, offset, crc=info.CRC)
 
 
 def list_members(path: str | os.PathLike) -> dict[str, NpzMember]:
@@ -186,6 +187,8 @@ def list_members(path: str | os.PathLike) -> dict[str, NpzMember]:
                 except _ZIP_ERRORS as e:
                     key = info.filename.removesuffix(".npy")
                     raise TpuGraphsFormatError(path, key, "intact member data", f"{type(e).__name__}: {e}") from None
+                if member.key in members:      # zipfile would read the last one, numpy the first: refuse both
+                    raise TpuGraphsFormatError(path, member.key, "each member once", "a duplicate zip member")
                 members[member.key] = member
             return members
     except FileNotFoundError:
@@ -244,17 +247,35 @@ def member_memmap(member: NpzMember) -> np.ndarray:
 
 
 def iter_rows(member: NpzMember, chunk_rows: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (start row, rows[start:start+chunk_rows]) in order; memory is one chunk (file reads, no mmap)."""
+    """Yield (start row, rows[start:start+chunk_rows]) in order; memory is one chunk (file reads, no mmap).
+
+    A pass that reaches the last row checks the member's zip CRC-32 (zipfile does it for a compressed member; for a
+    STORED one, read here by position, it is computed over the npy header and every chunk), so a value changed
+    inside the valid range after writing is refused (TpuGraphsFormatError) once the stream ends.
+    """
     if not member.shape or chunk_rows < 1:
         raise ValueError(f"{member.path} [key '{member.key}']: need ndim >= 1 and chunk_rows >= 1")
     try:
+        crc = None if member.compressed or member.crc is None else _stored_header_crc(member)
         with _data_stream(member) as f:
             for start in range(0, member.shape[0], chunk_rows):
                 rows = min(chunk_rows, member.shape[0] - start)
-                yield start, readinto(f, np.empty((rows,) + member.shape[1:], member.dtype),
-                                       member.path, member.key)
+                chunk = readinto(f, np.empty((rows,) + member.shape[1:], member.dtype), member.path, member.key)
+                if crc is not None:
+                    crc = zlib.crc32(memoryview(chunk.reshape(-1)).cast("B"), crc)
+                yield start, chunk
     except _ZIP_ERRORS as e:
         raise member.error("intact member data", f"{type(e).__name__}: {e}") from None
+    if crc is not None and crc != member.crc:
+        raise member.error(f"data matching the zip CRC-32 {member.crc:08x}",
+                           f"CRC-32 {crc:08x} (bytes changed after the file was written)")
+
+
+def _stored_header_crc(member: NpzMember) -> int:
+    """CRC-32 of a STORED member's npy header (the bytes just before its array data)."""
+    with open(member.path, "rb") as raw:
+        raw.seek(member.data_offset - member.header_size)
+        return zlib.crc32(read_exact(raw, member.header_size, member.path, member.key))
 
 
 def check_index(index, n_rows: int) -> np.ndarray:

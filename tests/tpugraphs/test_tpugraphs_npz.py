@@ -159,10 +159,11 @@ def test_truncated_stored_member_data_is_detected(tmp_path):
     assert str(path) in str(info.value)
 
 
-def test_format_error_pickles_with_its_fields():
-    import pickle
+def test_format_error_reduces_with_its_fields():
+    """__reduce__ (what a process pool sends back from a worker) keeps the four fields; copy uses the same path."""
+    import copy
 
-    error = pickle.loads(pickle.dumps(TpuGraphsFormatError("/d/f.npz", "node_feat", "shape (?, 140)", "(5, 139)")))
+    error = copy.copy(TpuGraphsFormatError("/d/f.npz", "node_feat", "shape (?, 140)", "(5, 139)"))
     assert (error.path, error.key, error.expected, error.found) == ("/d/f.npz", "node_feat", "shape (?, 140)",
                                                                    "(5, 139)")
     assert str(error) == "/d/f.npz [key 'node_feat']: expected shape (?, 140); found (5, 139)"

@@ -1,0 +1,213 @@
+"""The one schema of every configuration value (every group of conf/), checked when the config loads.
+
+`validate(cfg)` walks the composed (or params.yaml) configuration against `SCHEMA` before any stage reads data and
+raises `SettingsError` with one line naming the key, the value and what is allowed; a key no code reads is refused
+with the closest known key (difflib). `check_overrides` does the same for `key=value` / `group=option` overrides
+before Hydra composes them, so a mistyped key gets that hint instead of Hydra's traceback.
+
+Permissive on purpose: `synthesize` (a mapping) and `data.generator` (a mapping or null) are checked for their
+top-level type only; their keys belong to the synthetic generator (pipeline/synth), which reads and checks them.
+
+Choices that live in the modules that use them (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) are repeated
+here so that loading a config imports neither torch nor any stage's library (every stage's DVC dependencies stay
+its own); tests/test_settings_schema.py asserts they equal the modules' own tuples.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
+                                     Optional, SettingsError, Str, unknown_key)
+from pipeline.tpugraphs.dataset import COLLECTIONS
+
+GNN_NORMS = ("instance", "layer", "none")             # pipeline.graphnet.layers.NORMS
+GNN_MIXERS = ("gate", "center")                       # pipeline.graphnet.attention.MIXERS
+GNN_REDUCTIONS = ("sum", "mean")                      # pipeline.graphnet.model.REDUCTIONS
+GNN_LOSSES = ("pairwise_hinge", "listmle")            # pipeline.graphnet.losses.LOSSES
+GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst.TRAINING_MODES
+GST_SEGMENTATIONS = ("contiguous", "node_splits")    # pipeline.graphnet.segments.SEGMENTATIONS
+GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
+PRUNE_WHOLE_GRAPH = "all"                             # pipeline.pruned.WHOLE_GRAPH
+PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup.DEDUP_MODES
+LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table.NODE_STATS
+LGBM_FEATURE_GROUPS = ("graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
+                       "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.table.ALL_GROUPS
+LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
+LIGHTGBM_MAX_GRADES = 31                              # pipeline.lgbm.LIGHTGBM_DEFAULT_GRADES
+COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
+
+COUNT = Int(low=1)
+FRACTION = Float(low=0.0, high=1.0)
+PROBABILITY = Float(low=0.0, high=1.0, high_open=True)
+POSITIVE = Float(low=0.0, low_open=True)
+NON_NEGATIVE = Float(low=0.0)
+PATH = Str()
+
+LGBM_KIND = Group({
+    "configs_per_graph": Int(low=0),            # 0 = all
+    "valid_configs_per_graph": Int(low=0),      # 0 = all
+    "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
+    "label_gain": Str(("linear", "exponential")),
+    "lambdarank_truncation_level": COUNT,
+})
+
+SCHEMA = Group({
+    "paths": Group({name: PATH for name in ("synthetic_dir", "pruned_dir", "models_dir", "predictions_dir",
+                                             "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir")}),
+    "data": Group({
+        "name": Str(),
+        "kind": Str(("synthetic", "tpugraphs")),
+        "root": Optional(PATH),
+        "collections": List(Str(COLLECTION_NAMES), min_len=1),
+        "generator": AnyMapping(nullable=True),
+    }),
+    "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
+                    "dir": PATH}),
+    "synthesize": AnyMapping(),
+    "prune": Group({
+        "hops": Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,)))),
+        "pad_value": Float(),
+        "dedup": Str(PRUNE_DEDUP_MODES),
+        "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool()}),
+        "workers": COUNT,
+        "chunk_size": COUNT,
+        "skip_invalid_train": Bool(),
+    }),
+    "heuristic": Group({"chunk_size": COUNT}),
+    "lgbm": Group({
+        "objective": Str(("lambdarank", "rank_xendcg")),
+        "num_leaves": Int(low=2),
+        "learning_rate": POSITIVE,
+        "num_boost_round": COUNT,
+        "early_stopping_rounds": COUNT,
+        "eval_metric": Str(("score", "ndcg")),
+        "eval_at": List(COUNT, min_len=1),
+        "min_data_in_leaf": Int(low=0),
+        "feature_fraction": Float(low=0.0, high=1.0, low_open=True),
+        "bagging_fraction": Float(low=0.0, high=1.0, low_open=True),
+        "bagging_freq": Int(low=0),
+        "lambda_l2": NON_NEGATIVE,
+        "max_bin": Int(low=2),
+        "num_threads": COUNT,
+        "max_query_rows": Int(low=2, high=LIGHTGBM_MAX_QUERY),
+        "feature_chunk": COUNT,
+        "importance_top": COUNT,
+        "node_stats": List(Str(LGBM_NODE_STATS)),
+        "max_perm_rank": COUNT,
+        "features": Group({name: Bool() for name in LGBM_FEATURE_GROUPS}),
+        "tile": LGBM_KIND,
+        "layout": LGBM_KIND,
+    }),
+    "gnn": Group({
+        "hidden": COUNT, "opcode_dim": COUNT, "config_value_dim": COUNT, "layers": COUNT,
+        "dropout": PROBABILITY,
+        "norm": BySearch(Str(GNN_NORMS)),
+        "residual": Bool(), "cross_attention": Bool(),
+        "attention_heads": COUNT,
+        "cross_mixer": Str(GNN_MIXERS),
+        "cross_pooled": Bool(), "effective_layout": Bool(), "edge_mismatch": Bool(),
+        "node_reduce": Str(GNN_REDUCTIONS),
+        "pooled_head": Bool(),
+        "loss": Str(GNN_LOSSES),
+        "margin": NON_NEGATIVE,
+        "min_gap": Float(low=0.0, high=1.0, high_open=True),
+        "lr": BySearch(POSITIVE),
+        "weight_decay": NON_NEGATIVE,
+        "warmup_frac": FRACTION,
+        "epochs": COUNT,
+        "steps_per_epoch": Optional(COUNT),
+        "graphs_per_step": COUNT,
+        "configs_per_graph": BySearch(Int(low=2)),
+        "grad_clip": NON_NEGATIVE,                # 0 = no clipping
+        "tta": COUNT, "infer_batch": COUNT,
+        "valid_max_configs": Int(low=2),
+        "device": Str(GNN_DEVICES),
+        "amp": Bool(), "resume": Bool(),
+        "num_threads": COUNT,
+        "mode": Str(GNN_MODES),
+        "gst": Group({
+            "segment_size": COUNT,
+            "segmentation": Str(GST_SEGMENTATIONS),
+            "segments_per_step": COUNT,
+            "stale_dropout": PROBABILITY,
+            "finetune_epochs": Int(low=0),
+            "finetune_lr_scale": NON_NEGATIVE,
+        }),
+    }),
+    "ensemble": Group({"members": List(Str(), min_len=1), "normalize": Str(("minmax", "rank")),
+                       "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
+    "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
+    "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
+    "seed": Int(low=0),
+})
+
+
+def search_entries(collections: Iterable[str]) -> tuple[str, ...]:
+    """The by-search entries the configured collections need (tile for tile, else the layout search)."""
+    found = [c for c in COLLECTIONS if c.name in collections or c.slug in collections]
+    return tuple(sorted({"tile" if c.kind == "tile" else c.search for c in found}))
+
+
+def validate(cfg: Mapping) -> None:
+    """Check every key and value of a resolved configuration; raises SettingsError (one line) on the first fault."""
+    SCHEMA.check(cfg, "")
+    needed = search_entries(cfg["data"]["collections"])
+    gnn = cfg["gnn"]
+    for key, spec in SCHEMA.fields["gnn"].fields.items():
+        if isinstance(spec, BySearch):
+            spec.check(gnn[key], f"gnn.{key}", needed)
+    pooled = 2 * gnn["hidden"]                 # the config self-attention runs over mean+max pooled embeddings
+    if gnn["cross_attention"] and pooled % gnn["attention_heads"]:
+        raise SettingsError("gnn.attention_heads", gnn["attention_heads"],
+                            f"a divisor of 2 * gnn.hidden = {pooled} (cross_attention is on)")
+    if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
+        raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
+
+
+def spec_at(dotted: str):
+    """The schema entry of a dotted key, or None when no code reads that key."""
+    spec = SCHEMA
+    for part in dotted.split("."):
+        if isinstance(spec, AnyMapping):
+            return spec
+        if isinstance(spec, BySearch) and part in SEARCH_ENTRIES:
+            spec = spec.item
+        elif isinstance(spec, Group) and part in spec.fields:
+            spec = spec.fields[part]
+        elif isinstance(spec, List) and part.isdigit():        # an item of a list (lgbm.eval_at.0=10)
+            spec = spec.item
+        else:
+            return None
+    return spec
+
+
+def known_keys() -> list[str]:
+    """Every dotted key of the schema (for the closest-key hint)."""
+    keys, stack = [], [("", SCHEMA)]
+    while stack:
+        prefix, spec = stack.pop()
+        for name, child in spec.fields.items():
+            keys.append(f"{prefix}{name}")
+            if isinstance(child, Group):
+                stack.append((f"{prefix}{name}.", child))
+    return keys
+
+
+def check_overrides(overrides: Sequence[str], conf_dir: Path) -> None:
+    """Refuse overrides of keys no code reads, and `group=option` with no conf/<group>/<option>.yaml."""
+    for override in overrides:
+        key, _, value = override.lstrip("~+").partition("=")
+        if key.startswith("hydra") or "/" in key:
+            continue
+        group_dir = conf_dir / key
+        if "." not in key and group_dir.is_dir():
+            options = sorted(p.stem for p in group_dir.glob("*.yaml"))
+            if value not in options:
+                close = difflib.get_close_matches(value, options, n=1, cutoff=0.5)
+                hint = f"; did you mean {key}={close[0]}?" if close else ""
+                raise SettingsError(key, value, f"one of the presets {options} (conf/{key}/*.yaml){hint}")
+            continue
+        if spec_at(key) is None:
+            raise unknown_key(key, value, known_keys())

@@ -1,0 +1,205 @@
+"""The value types of the settings schema (pipeline/settings_schema.py) and its one error type.
+
+Each type has `describe()` (what is allowed, for the error) and `check(value, key)`, which raises `SettingsError`
+(one line: the key, the value, what is allowed). Values are the plain Python values OmegaConf holds: an integer is
+never a bool, a number is finite, a string is not empty.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
+
+
+class SettingsError(ValueError):
+    """A configuration value or key that the schema does not allow (one line: key, value, what is allowed)."""
+
+    def __init__(self, key: str, value: Any, allowed: str):
+        self.key, self.value, self.allowed = key, value, allowed
+        super().__init__(f"setting {key}={value!r}: expected {allowed}")
+
+
+@dataclass(frozen=True)
+class Int:
+    low: int | None = None
+    high: int | None = None
+
+    def describe(self) -> str:
+        bounds = [f">= {self.low}" if self.low is not None else "", f"<= {self.high}" if self.high is not None else ""]
+        return " and ".join(["an integer"] + [b for b in bounds if b]).replace("integer and", "integer")
+
+    def check(self, value, key: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SettingsError(key, value, self.describe())
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Float:
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False        # True: value > low (else >= low)
+    high_open: bool = False
+
+    def describe(self) -> str:
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>' if self.low_open else '>='} {self.low}")
+        if self.high is not None:
+            bounds.append(f"{'<' if self.high_open else '<='} {self.high}")
+        return "a finite number" + (" " + " and ".join(bounds) if bounds else "")
+
+    def check(self, value, key: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SettingsError(key, value, self.describe())
+        below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if below or above:
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Bool:
+    def describe(self) -> str:
+        return "true or false"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, bool):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Str:
+    choices: tuple[str, ...] = ()      # empty: any non-empty string
+
+    def describe(self) -> str:
+        return f"one of {list(self.choices)}" if self.choices else "a non-empty string"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, str) or not value.strip() or (self.choices and value not in self.choices):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Optional:
+    inner: Any
+
+    def describe(self) -> str:
+        return f"null or {self.inner.describe()}"
+
+    def check(self, value, key: str) -> None:
+        if value is None:
+            return
+        try:
+            self.inner.check(value, key)
+        except SettingsError:
+            raise SettingsError(key, value, self.describe()) from None
+
+
+@dataclass(frozen=True)
+class Either:
+    """A value that one of several types allows (e.g. prune.hops: an integer >= 0 or `all`)."""
+    options: tuple
+
+    def describe(self) -> str:
+        return " or ".join(o.describe() for o in self.options)
+
+    def check(self, value, key: str) -> None:
+        for option in self.options:
+            try:
+                option.check(value, key)
+                return
+            except SettingsError:
+                continue
+        raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class List:
+    item: Any
+    min_len: int = 0
+    unique: bool = True
+
+    def describe(self) -> str:
+        size = f"at least {self.min_len} " if self.min_len else ""
+        return f"a list of {size}{'distinct ' if self.unique else ''}items, each {self.item.describe()}"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, (list, tuple)) or len(value) < self.min_len:
+            raise SettingsError(key, value, self.describe())
+        if self.unique and len({repr(v) for v in value}) != len(value):
+            raise SettingsError(key, value, self.describe())
+        for i, item in enumerate(value):
+            self.item.check(item, f"{key}[{i}]")
+
+
+@dataclass(frozen=True)
+class AnyMapping:
+    """A mapping (or null when `nullable`) whose keys are not checked here (an owner module validates them)."""
+    nullable: bool = False
+
+    def describe(self) -> str:
+        return "a mapping" + (" or null" if self.nullable else "")
+
+    def check(self, value, key: str) -> None:
+        if not (isinstance(value, Mapping) or (self.nullable and value is None)):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class BySearch:
+    """One value for every collection, or a mapping {tile, random, default} of values (gnn.lr, gnn.norm ...).
+
+    Which entries are needed depends on data.collections: `validate` checks them (`needed`).
+    """
+    item: Any
+
+    def describe(self) -> str:
+        return f"{self.item.describe()}, or a mapping with keys among {list(SEARCH_ENTRIES)} of them"
+
+    def check(self, value, key: str, needed: tuple[str, ...] = ()) -> None:
+        if not isinstance(value, Mapping):
+            try:
+                self.item.check(value, key)
+            except SettingsError:
+                raise SettingsError(key, value, self.describe()) from None
+            return
+        for entry, item in value.items():
+            if entry not in SEARCH_ENTRIES:
+                raise SettingsError(f"{key}.{entry}", item, f"no such entry: {key} takes {list(SEARCH_ENTRIES)}")
+            self.item.check(item, f"{key}.{entry}")
+        missing = [entry for entry in needed if entry not in value]
+        if missing:
+            raise SettingsError(key, dict(value), f"an entry for each configured collection: missing {missing}")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A mapping with exactly these keys (unknown keys refused with the closest known one)."""
+    fields: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"a mapping with keys {sorted(self.fields)}"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, Mapping):
+            raise SettingsError(key or "<root>", value, self.describe())
+        prefix = f"{key}." if key else ""
+        for name in value:
+            if name not in self.fields:
+                raise unknown_key(f"{prefix}{name}", value[name], [f"{prefix}{f}" for f in self.fields])
+        for name, spec in self.fields.items():
+            if name not in value:
+                raise SettingsError(f"{prefix}{name}", "<missing>", spec.describe())
+            spec.check(value[name], f"{prefix}{name}")
+
+
+def unknown_key(key: str, value, known: list[str]) -> SettingsError:
+    """The error for a key no code reads, naming the closest known key."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(known)}"
+    return SettingsError(key, value, f"a known key (no code reads this one); {hint}")
