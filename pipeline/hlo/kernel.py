@@ -5,8 +5,8 @@ fusion's `calls=` computation); the fused computation comes last, so its root is
 - kind: "conv" if the kernel has a convolution, else "dot" with a dot, else "reduce" with a reduce or
   reduce-window, else "elementwise".
 - out_shape: conv: the convolution output as (batch, spatial..., feature), 1-d convolutions as (b, 1, w, f) and
-  3-d ones with depth folded into height; dot: the dot output ([n] -> (1, n)); otherwise the kernel output (the
-  largest element of a multi-output tuple). Scalars become (1,); more than 6 dims fold the leading ones.
+  3-d ones with depth folded into height; dot: the dot output ([n] -> (1, n)); reduce: the (first) reduce's
+  output; elementwise: the kernel output (the largest element of a multi-output tuple). Scalars become (1,); more than 6 dims fold the leading ones.
 - contract: conv input features; dot: product of the lhs contracting dims; reduce: product of the reduced dims
   (window size for reduce-window); itemsize and f32 from the conv/dot (else output) element type.
 - n_inputs: the fused computation's parameters; n_ops: its nodes that compute (not parameter, constant, tuple,
@@ -96,5 +96,6 @@ def tile_kernel(graph: HloGraph) -> TileKernel:
             contract = prod(source.shape[d] for d in red.dimensions if d < len(source.shape))
         else:
             contract = prod(red.window.size) if red.window else 1
-        return TileKernel("reduce", fold_shape(out.shape), _itemsize(out), max(1, int(contract)), **common)
+        shaped = red if red.dtype != "tuple" else out
+        return TileKernel("reduce", fold_shape(shaped.shape), _itemsize(shaped), max(1, int(contract)), **common)
     return TileKernel("elementwise", fold_shape(out.shape), _itemsize(out), **common)

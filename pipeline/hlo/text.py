@@ -5,7 +5,7 @@ Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names
 `{1,0:T(8,128)}`, operands with or without their shapes, `/*index=5*/` comments, metadata, backend configs, and
 the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped).
 
-A statement may span lines while a bracket or string is open. Every problem raises `HloParseError`, one line:
+A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
 `<source>:<line>: expected <what>, found <what>`. Dynamic dimensions (`<=8`, `?`) are refused.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "Sta
 OPEN, CLOSE = "([{", ")]}"
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
+_STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0-9]*\[)")
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
@@ -234,11 +235,12 @@ class _Reader:
                 self.pos = i
                 return
             first, text = i, raw
-            while _is_open(text):
+            while _is_open(text) or text.endswith(","):
                 i += 1
-                if i > len(self.lines):
+                following = self.lines[i - 1].strip() if i <= len(self.lines) else None
+                if following is None or following == "}" or _STARTS_INSTRUCTION.match(following):
                     raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
-                text += " " + self.lines[i - 1].strip()
+                text += " " + following
             yield first, _strip_comments(text)
 
     def module(self) -> HloModule:
