@@ -121,3 +121,26 @@ def repo(tmp_path_factory):
     run([str(BIN / "python"), "-m", "pipeline.config", "data=synthetic_ci"], dest, env)
     run([str(BIN / "dvc"), "repro"], dest, env)
     return dest, env
+
+
+# --- HLO text of a small JAX program (tests/hlo, tests/test_featurize.py) ---
+def jax_program(x, w, kernel):
+    """A dense layer, a while loop, a reduction and a convolution: every kind of computation the featurizer meets."""
+    import jax
+    import jax.numpy as jnp
+
+    h = jnp.tanh(x @ w)
+    _, h = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, h))
+    img = h.reshape(1, *h.shape, 1).astype(jnp.bfloat16)
+    y = jax.lax.conv_general_dilated(img, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return h.sum(axis=1), y
+
+
+@pytest.fixture(scope="session")
+def jax_hlo() -> dict[str, str]:
+    """{"lowered": .lower(...).as_text(dialect="hlo"), "compiled": .compile().as_text()} of `jax_program`."""
+    import jax
+    import jax.numpy as jnp
+
+    lowered = jax.jit(jax_program).lower(jnp.ones((8, 16)), jnp.ones((16, 32)), jnp.ones((3, 3, 1, 4), jnp.bfloat16))
+    return {"lowered": lowered.as_text(dialect="hlo"), "compiled": lowered.compile().as_text()}
