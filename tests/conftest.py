@@ -84,7 +84,7 @@ def tiny_npz(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-# --- end-to-end: one `dvc repro` on synthetic_ci shared by every test that needs stage outputs ---
+# --- end-to-end: one `dvc repro` on programs_ci shared by every test that needs stage outputs ---
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUTPUT_FOLDERS = ("data/", "models/", "predictions/", "metrics/", "plots/", "submissions/")  # stage outputs: not copied
@@ -109,7 +109,7 @@ def copy_repo(dest: Path) -> None:
 
 @pytest.fixture(scope="session")
 def repo(tmp_path_factory):
-    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=synthetic_ci (shared)."""
+    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=programs_ci (shared)."""
     dest = tmp_path_factory.mktemp("repo")
     copy_repo(dest)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
@@ -118,7 +118,7 @@ def repo(tmp_path_factory):
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
         run(cmd, dest, env)
-    run([str(BIN / "python"), "-m", "pipeline.config", "data=synthetic_ci"], dest, env)
+    run([str(BIN / "python"), "-m", "pipeline.config", "data=programs_ci"], dest, env)
     run([str(BIN / "dvc"), "repro"], dest, env)
     return dest, env
 

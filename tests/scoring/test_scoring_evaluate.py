@@ -24,7 +24,7 @@ def cfg(tmp_path):
     truth = tmp_path / "syn/truth/layout-xla-random"
     truth.mkdir(parents=True)
     np.savez(truth / ("ab" * 16 + ".npz"), config_runtime=np.array([5, 6, 7, 8]))
-    return compose(["data=synthetic_ci", f"paths.synthetic_dir={tmp_path / 'syn'}", f"paths.metrics_dir={tmp_path / 'm'}",
+    return compose(["data=programs_ci", f"paths.synthetic_dir={tmp_path / 'syn'}", f"paths.metrics_dir={tmp_path / 'm'}",
                     f"paths.plots_dir={tmp_path / 'p'}"])
 
 
