@@ -3,8 +3,8 @@
 Per program of `pipeline.zoo.registry.programs` (source, split, family, size):
 - layout (both searches of its source): the lowered module's layout graph (`pipeline.hlo.featurize`), configs of
   the `random` / `default` search, runtimes = layout cost model x measurement noise;
-- tile (source `xla` only): the `tile_kernels_per_program` distinct fused kernels with the largest outputs of
-  the CPU-compiled module, tile
+- tile (the first `tile_programs[split]` xla programs of a split): `tile_kernels_per_program` distinct fused
+  kernels of the CPU-compiled module (the largest of a random draw of fusions), tile
   configs, runtimes = tile cost model x noise, normalizers = the compiler default's runtime re-measured per row.
 Every graph also gets its ceiling: the official metric of ranking its configs by the noise-free cost model
 against the measured runtimes (Kendall tau for layout, the tile score for tile); the collection's ceiling per
@@ -26,8 +26,11 @@ from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
-from pipeline.hlo.featurize import (LayoutProgram, TileSearch, layout_program, parse_module, tile_configs,
-                                    tile_programs)
+from pipeline.hlo.featurize import (HloModule, LayoutProgram, TileProgram, TileSearch, fusions, layout_program,
+                                    parse_module, tile_configs)
+from pipeline.hlo.kernel import tile_kernel
+from pipeline.hlo.lower import build_graph
+from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.scoring.metrics import kendall_tau, tile_score
 from pipeline.synth import writer
 from pipeline.synth.dataset import graph_rng, log_uniform, publish, stats_row
@@ -37,6 +40,7 @@ from pipeline.zoo.common import compiled_text, lowered_text
 from pipeline.zoo.registry import ZooProgram, programs
 
 MIN_TILE_CONFIGS = 2          # a kernel with fewer distinct tilings has nothing to rank
+KERNEL_CANDIDATES = 4         # fusions built per kernel kept (the largest distinct ones are kept)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class ProgramSettings:
     test_configs: tuple[int, int]
     max_config_nodes: int
     tile_configs: tuple[int, int]
+    tile_programs: Mapping     # {split: count}: the first xla programs of a split compiled for tile kernels
     tile_kernels_per_program: int
     noise: float
     normalizer_noise: float
@@ -64,7 +69,8 @@ class ProgramSettings:
         return cls(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
                    {k: {kk: list(vv) for kk, vv in v.items()} for k, v in g["sizes"].items()},
                    tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
-                   tuple(g["tile_configs"]), int(g["tile_kernels_per_program"]), float(s["noise"]),
+                   tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
+                   float(s["noise"]),
                    float(s["normalizer_noise"]), int(s["chunk_configs"]), SearchParams.from_cfg(s["search"]),
                    LayoutCostParams.from_cfg(s["layout_cost"]),
                    TileSearch(tuple(s["tile_search"]["min_tile"]), TileCostParams.from_cfg(s["tile_cost"])))
@@ -108,8 +114,8 @@ def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram
     return stats_row(len(layout.graph), len(layout.edge_index), n_configs), ceiling
 
 
-def largest_kernels(kernels: list, count: int) -> list:
-    """The `count` distinct kernels (by TileKernel) with the largest outputs (most tilings), in graph order."""
+def largest_kernels(kernels: list[TileProgram], count: int) -> list[TileProgram]:
+    """The `count` distinct kernels (by TileKernel) with the largest outputs (most tilings), in given order."""
     first: dict = {}
     for i, program in enumerate(kernels):
         first.setdefault(program.kernel, i)
@@ -117,11 +123,24 @@ def largest_kernels(kernels: list, count: int) -> list:
     return [kernels[i] for i in sorted(by_size[:count])]
 
 
+def sample_kernels(module: HloModule, count: int, rng: np.random.Generator) -> list[TileProgram]:
+    """`count` kernels: KERNEL_CANDIDATES x count fusions drawn at random, the largest distinct ones kept."""
+    found = fusions(module)
+    drawn = np.sort(rng.choice(len(found), size=min(len(found), KERNEL_CANDIDATES * count), replace=False))
+    kernels = []
+    for fusion, computation in (found[int(i)] for i in drawn):
+        graph = build_graph(module, root=computation)
+        kernels.append(TileProgram(f"{module.name}.{fusion}", graph, tile_kernel(graph), node_feat_matrix(graph),
+                                   graph.opcodes(), graph.edge_index()))
+    return largest_kernels(kernels, count)
+
+
 def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram, out: Path) -> list[tuple[dict, float]]:
     """The largest kernels of the compiled program; a (stats row, ceiling) per kernel written."""
     module = parse_module(compiled_text(program.spec, program.size), f"{program.name} (compiled)")
+    rng = graph_rng(s.seed, "tile-kernels", program.split, program.name)
     rows = []
-    for k, kernel in enumerate(largest_kernels(tile_programs(module), s.tile_kernels_per_program)):
+    for k, kernel in enumerate(sample_kernels(module, s.tile_kernels_per_program, rng)):
         rng = graph_rng(s.seed, "tile-configs", program.split, program.name, int(k))
         config_feat = tile_configs(kernel, log_uniform(rng, s.tile_configs), s.tile_search, rng)
         if len(config_feat) < MIN_TILE_CONFIGS:
@@ -158,8 +177,10 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
             stats[c.slug][split][key] += value
         scores[c.slug][split].append(ceiling)
 
+    tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
+             [:int(s.tile_programs.get(split, 0))]}
     for program in tqdm(listed, desc="synthesize", unit="program", disable=not progress):
-        mine = [c for c in parsed if c.source == program.source]
+        mine = [c for c in parsed if c.source == program.source and (c.kind == "layout" or program in tiled)]
         layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
         for c in mine:
             if c.kind == "layout":

@@ -7,6 +7,7 @@ Arguments are abstract (`jax.ShapeDtypeStruct`), so lowering a large variant all
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -19,6 +20,7 @@ DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 OPTIMIZERS = ("momentum", "adam")
 # Machine-code generation does not change the optimised HLO text (the fusions), only how long compiling takes:
 # skipping LLVM's optimisations gives the same text about 2.5x faster.
+METADATA = re.compile(r", metadata=\{[^{}]*\}")   # source locations: not featurised, half the text
 FAST_CODEGEN = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
@@ -131,5 +133,6 @@ def lowered_text(family: Family, size: Size) -> str:
 
 @lru_cache(maxsize=None)
 def compiled_text(family: Family, size: Size) -> str:
-    """HLO text of the same step after XLA's CPU compilation (fused kernels; the tile graphs). Seconds."""
-    return _lowered(family, size).compile(FAST_CODEGEN).as_text()
+    """HLO text of the same step after XLA's CPU compilation (fused kernels; the tile graphs), without the
+    instructions' metadata (source locations). Takes seconds."""
+    return METADATA.sub("", _lowered(family, size).compile(FAST_CODEGEN).as_text())

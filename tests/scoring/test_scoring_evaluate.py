@@ -54,6 +54,23 @@ def test_evaluate_and_write_scores_and_writes_files(cfg, tmp_path):
     np.testing.assert_allclose(scatter["true_rank"], scatter["predicted_rank"])
 
 
+def test_metrics_carry_the_dataset_ceiling(cfg, tmp_path):
+    stats = {"synthesized": True, "ceiling": {"layout-xla-random": {"train": 0.9, "valid": 0.75, "test": 0.5}}}
+    (tmp_path / "syn" / "stats.json").write_text(json.dumps(stats))
+    valid = Predictions()
+    valid["g1"] = [3.0, 1.0, 2.0, 4.0]
+    result = evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
+    assert result["ceiling"] == {"valid": 0.75}
+    on_disk = json.loads((tmp_path / "m/train_x/layout-xla-random.json").read_text())
+    assert on_disk["ceiling"] == {"valid": 0.75}
+    tile = Predictions()
+    tile["t1"] = [1.0, 2.0, 3.0]
+    assert "ceiling" not in evaluate_and_write(cfg, "train_x", TILE, {"valid": tile})   # no ceiling for tile-xla
+    cfg.data.kind = "tpugraphs"
+    cfg.data.root = str(tmp_path / "syn")
+    assert "ceiling" not in evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
+
+
 def test_rank_scatter_by_hand():
     preds = Predictions()
     preds["g"] = [0.0, 2.0, 1.0]
