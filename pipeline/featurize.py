@@ -179,6 +179,8 @@ def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) ->
 def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from: Path | None = None,
               progress: bool = True) -> dict[str, int]:
     """Write every program's test files under out/npz; returns the file count per collection slug."""
+    if train_from is not None and out.resolve() == Path(train_from).resolve():
+        raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
     programs = read_programs([Path(p) for p in paths])
     folders = {c.slug: out / writer.NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
     for folder in folders.values():
@@ -206,7 +208,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")
     args = parser.parse_args(rest)
-    settings = FeaturizeSettings.from_cfg(load_cfg(overrides).featurize)
+    cfg = load_cfg(overrides)
+    if "featurize" not in cfg:
+        raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
+                         "`python -m pipeline.config` (or pass overrides)")
+    settings = FeaturizeSettings.from_cfg(cfg.featurize)
     try:
         counts = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:

@@ -97,3 +97,8 @@ def test_program_stems():
     assert program_stem(Path("a/module_0001.jit_f.before_optimizations.txt")) == \
         "module_0001.jit_f.before_optimizations"
     assert program_stem(Path("my model (v2).hlo.txt")) == "my_model__v2_"
+
+
+def test_out_may_not_be_the_training_root(programs, tmp_path):
+    with pytest.raises(SystemExit, match="is the --train-from root"):
+        main([str(programs[0]), "--out", str(tmp_path), "--train-from", str(tmp_path), *FAST])
