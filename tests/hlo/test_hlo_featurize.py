@@ -36,6 +36,10 @@ def test_layout_graphs_of_both_styles(modules):
         assert op.CONVOLUTION in kinds, style
         assert op.WHILE in program.node_opcode.tolist()
     lowered = layout_program(modules["lowered"])
+    assert {op.CONDITIONAL, op.CALL, op.GET_TUPLE_ELEMENT, op.TUPLE, op.REDUCE, op.CONSTANT} <= set(
+        lowered.node_opcode.tolist())
+    dtypes = {n.dtype for n in lowered.graph.nodes}
+    assert {"f32", "bf16", "s32", "pred", "tuple"} <= dtypes
     assert {op.DOT, op.RESHAPE} <= {int(lowered.node_opcode[i]) for i in lowered.config_node_ids}
 
 
