@@ -6,7 +6,8 @@ reshape) and `DIR/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused k
 test split, runtimes all zero. Settings: the `featurize` conf group. Every program is parsed before anything is
 written; each collection's test folder is staged, validated with the data layer and then swapped in whole, so a
 crash leaves the previous folder. `--train-from ROOT` links the train and valid splits of an existing dataset root
-(e.g. the built-in one) beside the test files, so the pipeline trains on ROOT and ranks your programs:
+(e.g. the built-in one; hard links, copies across file systems) beside the test files, so the pipeline
+trains on ROOT and ranks your programs:
 `python -m pipeline.config data=tpugraphs data.root=DIR 'data.collections=[...]' && dvc repro`.
 """
 from __future__ import annotations
@@ -149,25 +150,37 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> None:
-    """Link `root`'s train and valid folders of each collection into out/npz (absolute symlinks)."""
-    source = npz_root(root).resolve()
+def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> int:
+    """Hard-link (copy across file systems) `root`'s train and valid files of each collection into out/npz.
+
+    Links are plain files: they survive the source folder being rewritten or removed (e.g. the synthesize stage
+    replacing data/synthetic) and DVC hashes them like any file. Returns the number of files linked.
+    """
+    source, linked = npz_root(root), 0
     for collection in collections:
         for split in LABELLED_SPLITS:
-            target = source / collection.subdir / split
-            if not target.is_dir():
-                raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({target})")
+            folder = source / collection.subdir / split
+            if not folder.is_dir():
+                raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
             final = out / writer.NPZ_SUBDIR / collection.subdir / split
-            final.parent.mkdir(parents=True, exist_ok=True)
             staged = final.with_name(split + STAGING)
             _remove(staged)
-            os.symlink(target, staged, target_is_directory=True)
+            staged.mkdir(parents=True)
+            for path in sorted(folder.glob("*.npz")):
+                try:
+                    os.link(path, staged / path.name)
+                except OSError:
+                    shutil.copy2(path, staged / path.name)
+                linked += 1
             _swap_in(staged, final)
+    return linked
 
 
 def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from: Path | None = None,
               progress: bool = True) -> dict[str, int]:
     """Write every program's test files under out/npz; returns the file count per collection slug."""
+    if train_from is not None and out.resolve() == Path(train_from).resolve():
+        raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
     programs = read_programs([Path(p) for p in paths])
     folders = {c.slug: out / writer.NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
     for folder in folders.values():
@@ -195,7 +208,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")
     args = parser.parse_args(rest)
-    settings = FeaturizeSettings.from_cfg(load_cfg(overrides).featurize)
+    cfg = load_cfg(overrides)
+    if "featurize" not in cfg:
+        raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
+                         "`python -m pipeline.config` (or pass overrides)")
+    settings = FeaturizeSettings.from_cfg(cfg.featurize)
     try:
         counts = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:

@@ -125,12 +125,14 @@ def repo(tmp_path_factory):
 
 # --- HLO text of a small JAX program (tests/hlo, tests/test_featurize.py) ---
 def jax_program(x, w, kernel):
-    """A dense layer, a while loop, a reduction and a convolution: every kind of computation the featurizer meets."""
+    """A dense layer, a while loop, a conditional, a call (jnp.pad), reductions and a convolution in bf16: every
+    kind of computation the featurizer meets."""
     import jax
     import jax.numpy as jnp
 
     h = jnp.tanh(x @ w)
     _, h = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, h))
+    h = jax.lax.cond(h.sum() > 0, lambda a: a + 1.0, lambda a: jnp.pad(a, ((0, 0), (1, 1)))[:, 2:], h)
     img = h.reshape(1, *h.shape, 1).astype(jnp.bfloat16)
     y = jax.lax.conv_general_dilated(img, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     return h.sum(axis=1), y

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +72,11 @@ def test_train_from_links_train_and_valid_and_a_submission_checks(programs, tmp_
             write_npz(root / "npz" / collection.subdir / split / f"tiny_{split}.npz", arrays)
     out = tmp_path / "mine"
     main([*map(str, programs), "--out", str(out), "--train-from", str(root), *FAST])
+    shutil.rmtree(root)                                          # links are files of their own
     for collection in WRITTEN:
         assert [p.stem for p in graph_paths(out, collection, "train")] == ["tiny_train"]
-        assert (out / "npz" / collection.subdir / "valid").is_symlink()
+        assert [p.stem for p in graph_paths(out, collection, "valid")] == ["tiny_valid"]
+        load_graph(graph_paths(out, collection, "valid")[0], collection, "valid")
     expected = expected_rows(out, WRITTEN)
     rows = [{"ID": row_id, "TopConfigs": ";".join(map(str, range(n if kind == "layout" else min(5, n))))}
             for row_id, (kind, n) in expected.items()]
@@ -94,3 +97,8 @@ def test_program_stems():
     assert program_stem(Path("a/module_0001.jit_f.before_optimizations.txt")) == \
         "module_0001.jit_f.before_optimizations"
     assert program_stem(Path("my model (v2).hlo.txt")) == "my_model__v2_"
+
+
+def test_out_may_not_be_the_training_root(programs, tmp_path):
+    with pytest.raises(SystemExit, match="is the --train-from root"):
+        main([str(programs[0]), "--out", str(tmp_path), "--train-from", str(tmp_path), *FAST])

@@ -48,21 +48,22 @@ def _itemsize(node: HloNode) -> int:
     return ITEMSIZE.get(node.dtype, DEFAULT_ITEMSIZE) or DEFAULT_ITEMSIZE
 
 
+def _two_spatial(values: list[int], fill: int, fold: bool) -> list[int]:
+    """Exactly two spatial entries: left-padded with `fill`, or the leading ones multiplied (fold) / dropped."""
+    if len(values) < 2:
+        return [fill] * (2 - len(values)) + values
+    return [prod(values[:-1]), values[-1]] if fold else values[-2:]
+
+
 def _conv_kernel(graph: HloGraph, node: HloNode, common: dict) -> TileKernel:
     c, w = node.conv, node.window
-    spatial = [node.shape[d] for d in c.output_spatial]
-    size, stride = list(w.size) if w else [], list(w.stride) if w else []
-    if len(spatial) < 2:                          # 1-d (or 0-d) convolution: a height of 1
-        spatial, size, stride = [1] * (2 - len(spatial)) + spatial, [1] * (2 - len(size)) + size, \
-            [1] * (2 - len(stride)) + stride
-    elif len(spatial) > 2:                        # 3-d: fold the leading spatial dims into the height
-        spatial = [prod(spatial[:-1]), spatial[-1]]
-        size, stride = size[-2:], stride[-2:]
+    spatial = _two_spatial([node.shape[d] for d in c.output_spatial], 1, fold=True)
+    size = _two_spatial(list(w.size) if w else [], 1, fold=False)
+    stride = _two_spatial(list(w.stride) if w else [], 1, fold=False)
     out = (node.shape[c.output_batch], *spatial, node.shape[c.output_feature])
-    kernel_node = graph.nodes[node.operands[1]]
-    contract = kernel_node.shape[c.kernel_input_feature]
+    contract = graph.nodes[node.operands[1]].shape[c.kernel_input_feature]
     return TileKernel("conv", tuple(int(d) for d in out), _itemsize(node), int(contract),
-                      (int(size[0]), int(size[1]), int(stride[-1])), f32=node.dtype == "f32", **common)
+                      (int(size[0]), int(size[1]), int(stride[1])), f32=node.dtype == "f32", **common)
 
 
 def _dot_kernel(graph: HloGraph, node: HloNode, common: dict) -> TileKernel:

@@ -13,12 +13,15 @@
 """
 from __future__ import annotations
 
+from typing import Callable, Sequence, TypeVar
+
 from pipeline.hlo import attributes as at
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import HloGraph, HloNode
 from pipeline.hlo.text import Computation, HloModule, HloParseError, Instruction, Shape
 
 SPLIT_MARKERS = ("cluster", "while", "cond")
+T = TypeVar("T")
 
 
 def _fail(module: HloModule, inst: Instruction | Computation, expected: str, found: str | None = None):
@@ -38,27 +41,39 @@ def callees(module: HloModule, inst: Instruction) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _post_order(starts: Sequence[T], deps: Callable[[T], list[T]], key: Callable[[T], str],
+                cycle: Callable[[T], HloParseError]) -> list[T]:
+    """Every item reachable from `starts`, each after its deps, otherwise in start order (iterative DFS)."""
+    order: list[T] = []
+    state: dict[str, int] = {}                     # 1 on the stack, 2 done
+    for start in starts:
+        if key(start) in state:
+            continue
+        state[key(start)] = 1
+        stack = [(start, iter(deps(start)))]
+        while stack:
+            item, pending = stack[-1]
+            child = next(pending, None)
+            if child is None:
+                stack.pop()
+                state[key(item)] = 2
+                order.append(item)
+            elif state.get(key(child)) == 1:
+                raise cycle(child)
+            elif key(child) not in state:
+                state[key(child)] = 1
+                stack.append((child, iter(deps(child))))
+    return order
+
+
 def computation_order(module: HloModule, root: str | None = None) -> list[Computation]:
     """Computations callees-first; all of them (root None) or those reachable from `root`."""
     by_name = {c.name: c for c in module.computations}
-    order: list[Computation] = []
-    state: dict[str, int] = {}                     # 1 visiting, 2 done
-
-    def visit(comp: Computation) -> None:
-        if state.get(comp.name) == 2:
-            return
-        if state.get(comp.name) == 1:
-            raise _fail(module, comp, f"computations that do not call themselves ({comp.name} does, via a cycle)")
-        state[comp.name] = 1
-        for inst in comp.instructions:
-            for name in callees(module, inst):
-                visit(by_name[name])
-        state[comp.name] = 2
-        order.append(comp)
-
-    for comp in ([by_name[root]] if root is not None else module.computations):
-        visit(comp)
-    return order
+    return _post_order([by_name[root]] if root is not None else list(module.computations),
+                       lambda comp: [by_name[n] for inst in comp.instructions for n in callees(module, inst)],
+                       lambda comp: comp.name,
+                       lambda comp: _fail(module, comp, f"computations that do not call themselves ({comp.name} "
+                                                        f"does, via a cycle)"))
 
 
 def instruction_order(module: HloModule, comp: Computation) -> list[Instruction]:
@@ -68,25 +83,15 @@ def instruction_order(module: HloModule, comp: Computation) -> list[Instruction]
         if inst.name in by_name:
             raise _fail(module, inst, f"unique instruction names in computation {comp.name}", inst.name)
         by_name[inst.name] = inst
-    order: list[Instruction] = []
-    state: dict[str, int] = {}
 
-    def visit(inst: Instruction) -> None:
-        if state.get(inst.name) == 2:
-            return
-        if state.get(inst.name) == 1:
-            raise _fail(module, inst, f"an acyclic computation ({inst.name} depends on itself)")
-        state[inst.name] = 1
-        for name in inst.operands:
-            if name not in by_name:
-                raise _fail(module, inst, f"operands defined in computation {comp.name}", name)
-            visit(by_name[name])
-        state[inst.name] = 2
-        order.append(inst)
+    def operands(inst: Instruction) -> list[Instruction]:
+        missing = [n for n in inst.operands if n not in by_name]
+        if missing:
+            raise _fail(module, inst, f"operands defined in computation {comp.name}", missing[0])
+        return [by_name[n] for n in inst.operands]
 
-    for inst in comp.instructions:
-        visit(inst)
-    return order
+    return _post_order(list(comp.instructions), operands, lambda inst: inst.name,
+                       lambda inst: _fail(module, inst, f"an acyclic computation ({inst.name} depends on itself)"))
 
 
 def _shape_fields(shape: Shape) -> dict:
@@ -129,7 +134,16 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
 
 
 def build_graph(module: HloModule, root: str | None = None) -> HloGraph:
-    """The module (or the computations reachable from `root`) as an HloGraph; see the module docstring."""
+    """The module (or the computations reachable from `root`) as an HloGraph; see the module docstring.
+
+    Built once per (module, root) and shared: treat the graph as read-only.
+    """
+    if root not in module.graphs:
+        module.graphs[root] = _build_graph(module, root)
+    return module.graphs[root]
+
+
+def _build_graph(module: HloModule, root: str | None) -> HloGraph:
     comps = computation_order(module, root)
     ordered = [(comp, instruction_order(module, comp)) for comp in comps]
     ids: dict[tuple[str, str], int] = {}

@@ -27,6 +27,8 @@ _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
 _COMMENT = re.compile(r"/\*.*?\*/")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
 
 class HloParseError(ValueError):
@@ -82,6 +84,7 @@ class HloModule:
     name: str
     source: str
     computations: tuple[Computation, ...]
+    graphs: dict = field(default_factory=dict, compare=False, repr=False)   # built graphs (pipeline.hlo.lower)
 
     @property
     def entry(self) -> Computation:
@@ -92,37 +95,30 @@ class HloModule:
         return next(c for c in self.computations if c.name == name)
 
 
-def _walk(text: str):
-    """Yield (index, char, bracket depth after it, part of a string literal, a string is open after it)."""
-    depth, in_string, escaped = 0, False, False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            yield i, ch, depth, True, in_string
+def _tokens(text: str):
+    """Yield (index, char, bracket depth after it) for each bracket and comma outside string literals."""
+    depth = 0
+    for m in _SIGNIFICANT.finditer(text):
+        ch = m.group()
+        if ch[0] == '"':
             continue
-        in_string = ch == '"'
         depth += (ch in OPEN) - (ch in CLOSE)
-        yield i, ch, depth, in_string, in_string
+        yield m.start(), ch, depth
 
 
 def _is_open(text: str) -> bool:
     """True while a bracket or a string of `text` is still open."""
-    depth, in_string = 0, False
-    for _, _, depth, _, in_string in _walk(text):
-        pass
-    return depth > 0 or in_string
+    bare = _STRING.sub("", text) if '"' in text else text
+    if '"' in bare:                                  # a string that never closes
+        return True
+    return sum(bare.count(c) for c in OPEN) > sum(bare.count(c) for c in CLOSE)
 
 
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside brackets and strings; pieces stripped, empty text gives []."""
+def split_top(text: str) -> list[str]:
+    """Split at commas outside brackets and strings; pieces stripped, empty text gives []."""
     parts, start = [], 0
-    for i, ch, depth, quoted, _ in _walk(text):
-        if ch == sep and depth == 0 and not quoted:
+    for i, ch, depth in _tokens(text):
+        if ch == "," and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
     last = text[start:].strip()
@@ -131,17 +127,22 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 def closing(text: str, start: int) -> int:
     """Index of the bracket closing the one at `start`, or -1."""
-    for i, ch, depth, quoted, _ in _walk(text[start:]):
-        if depth == 0 and not quoted:
+    for i, ch, depth in _tokens(text[start:]):
+        if depth == 0 and ch in CLOSE:
             return start + i
     return -1
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    """The stripped pieces of `text` between consecutive cut positions (the cut characters excluded)."""
+    return [text[lo + 1:hi].strip() for lo, hi in zip(cuts, cuts[1:])]
 
 
 def _strip_comments(text: str) -> str:
     """Remove /*...*/ comments outside strings (XLA writes /*index=5*/ in long operand and tuple lists)."""
     if "/*" not in text:
         return text
-    pieces = re.split(r'("(?:[^"\\]|\\.)*")', text)
+    pieces = re.split(f"({_STRING.pattern})", text)
     return "".join(p if k % 2 else _COMMENT.sub("", p) for k, p in enumerate(pieces))
 
 
@@ -197,23 +198,31 @@ class _Reader:
         if not op:
             raise self.fail(line, f"an opcode followed by '(' after the shape of {m.group(2)}", text[pos:].strip())
         start = op.end() - 1
-        end = closing(text, start)
+        inner_cuts, outer_cuts, end = [start], [], -1   # one pass: operand commas, ')' and attribute commas
+        for i, ch, depth in _tokens(text[start:]):
+            if end >= 0:
+                if ch == "," and depth == 0:
+                    outer_cuts.append(start + i)
+            elif ch == "," and depth == 1:
+                inner_cuts.append(start + i)
+            elif depth == 0 and ch in CLOSE:
+                end = start + i
         if end < 0:
             raise self.fail(line, f"')' closing the operands of {m.group(2)}", text[start:].strip())
         inner, rest = text[start + 1:end], text[end + 1:].strip()
         opcode = op.group(1)
         operands: tuple[str, ...] = ()
-        if opcode not in ("constant", "parameter"):
-            names = [p.rsplit(None, 1)[-1] for p in split_top(inner)]
+        if opcode not in ("constant", "parameter") and inner.strip():
+            names = [p.rsplit(None, 1)[-1] for p in _pieces(text, inner_cuts + [end])]
             bad = [n for n in names if not re.fullmatch(_NAME, n)]
             if bad:
                 raise self.fail(line, f"operand names of {m.group(2)}", bad[0])
             operands = tuple(n.lstrip("%") for n in names)
         attrs = {}
         if rest:
-            if not rest.startswith(","):
+            if not outer_cuts or text[end + 1:outer_cuts[0]].strip():
                 raise self.fail(line, f"',' before the attributes of {m.group(2)}", rest)
-            for item in split_top(rest[1:]):
+            for item in _pieces(text, outer_cuts + [len(text)]):
                 key, eq, value = item.partition("=")
                 if not eq or not re.fullmatch(r"[A-Za-z_][\w\-]*", key.strip()):
                     raise self.fail(line, f"an attribute 'key=value' of {m.group(2)}", item)

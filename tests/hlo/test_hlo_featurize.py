@@ -1,6 +1,10 @@
 """The featurizer on real JAX HLO text (lowered and compiled): graphs, configurations, files the data layer loads."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -32,6 +36,10 @@ def test_layout_graphs_of_both_styles(modules):
         assert op.CONVOLUTION in kinds, style
         assert op.WHILE in program.node_opcode.tolist()
     lowered = layout_program(modules["lowered"])
+    assert {op.CONDITIONAL, op.CALL, op.GET_TUPLE_ELEMENT, op.TUPLE, op.REDUCE, op.CONSTANT} <= set(
+        lowered.node_opcode.tolist())
+    dtypes = {n.dtype for n in lowered.graph.nodes}
+    assert {"f32", "bf16", "s32", "pred", "tuple"} <= dtypes
     assert {op.DOT, op.RESHAPE} <= {int(lowered.node_opcode[i]) for i in lowered.config_node_ids}
 
 
@@ -58,3 +66,18 @@ def test_written_files_pass_the_data_layer(modules, tmp_path, search):
     validate_node_config_feat(graph)
     assert np.array_equal(graph.read_node_config_feat(), feat) and graph.node_splits.tolist()[-1] == len(graph.node_feat)
     assert (graph.config_runtime == 0).all()
+
+
+def test_xla_dump_files_parse(tmp_path):
+    """`XLA_FLAGS=--xla_dump_to=DIR` dumps (what PyTorch/XLA and TensorFlow users have) before and after optimisation."""
+    script = ("import jax, jax.numpy as jnp\n"
+              "f = jax.jit(lambda x, w: jax.nn.relu(x @ w).sum(axis=0))\n"
+              "f(jnp.ones((8, 16)), jnp.ones((16, 4))).block_until_ready()\n")
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={tmp_path}", "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
+    before = sorted(tmp_path.glob("*jit__lambda*.before_optimizations.txt"))
+    after = sorted(tmp_path.glob("*jit__lambda*after_optimizations.txt"))
+    assert len(before) == 1 and len(after) == 1
+    program = layout_program(parse_module(before[0].read_text(), str(before[0])))
+    assert op.DOT in {int(program.node_opcode[i]) for i in program.config_node_ids}
+    assert tile_programs(parse_module(after[0].read_text(), str(after[0])))

@@ -111,3 +111,26 @@ def test_a_kernel_with_one_tiling_gets_one_config():
     program = tile_programs(parse_module(text))[1]
     assert program.kernel.out_shape == (1, 8, 8)
     assert tile_configs(program, 10, SEARCH, np.random.default_rng(0)).shape == (1, 24)
+
+
+def test_one_and_three_dimensional_convolutions_map_to_two_spatial_dims():
+    one = """HloModule c1
+%f (a: f32[2,100,8], k: f32[5,8,16]) -> f32[2,50,16] {
+  %a = f32[2,100,8]{2,1,0} parameter(0)
+  %k = f32[5,8,16]{2,1,0} parameter(1)
+  ROOT %c = f32[2,50,16]{2,1,0} convolution(%a, %k), window={size=5 stride=2 pad=2_1}, dim_labels=b0f_0io->b0f
+}
+ENTRY %m (x: f32[2,100,8], y: f32[5,8,16]) -> f32[2,50,16] {
+  %x = f32[2,100,8]{2,1,0} parameter(0)
+  %y = f32[5,8,16]{2,1,0} parameter(1)
+  ROOT %z = f32[2,50,16]{2,1,0} fusion(%x, %y), kind=kOutput, calls=%f
+}
+"""
+    assert tile_programs(parse_module(one))[0].kernel == TileKernel("conv", (2, 1, 50, 16), 4, 8, (1, 5, 2),
+                                                                    n_inputs=2, n_ops=1, f32=True)
+    three = one.replace("f32[2,100,8]", "f32[2,4,6,100,8]").replace("f32[5,8,16]", "f32[3,3,5,8,16]") \
+        .replace("f32[2,50,16]", "f32[2,4,6,50,16]").replace("{2,1,0}", "{4,3,2,1,0}") \
+        .replace("size=5 stride=2 pad=2_1", "size=3x3x5 stride=1x1x2 pad=1_1x1_1x2_1") \
+        .replace("b0f_0io->b0f", "b012f_012io->b012f")
+    assert tile_programs(parse_module(three))[0].kernel.out_shape == (2, 24, 50, 16)
+    assert tile_programs(parse_module(three))[0].kernel.window == (3, 5, 2)

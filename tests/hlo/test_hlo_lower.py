@@ -168,3 +168,13 @@ def test_truncated_text_is_refused_at_its_end():
     assert err.value.line == len(cut.splitlines())
     with pytest.raises(HloParseError, match="a complete instruction"):
         parse_module(COMPILED[:COMPILED.index("backend_config") + 20], "g.hlo")
+
+
+def test_long_chains_and_cycles():
+    lines = ["HloModule deep", "ENTRY main {", "  x0 = f32[8]{0} parameter(0)"]
+    lines += [f"  x{i} = f32[8]{{0}} negate(x{i - 1})" for i in range(1, 3000)]   # deeper than Python's recursion
+    program = layout_program(parse_module("\n".join(lines + ["}"])))
+    assert len(program.graph) == 3000 and program.edge_index[-1].tolist() == [2999, 2998]
+    assert program.node_feat[-1, 0] == 1                                        # no ROOT: the last instruction
+    with pytest.raises(HloParseError, match=r"^cyc:3: expected an acyclic computation \(a depends on itself\)"):
+        parse_module("HloModule c\nENTRY m {\n  a = f32[] negate(b)\n  ROOT b = f32[] negate(a)\n}\n", "cyc")
