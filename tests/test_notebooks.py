@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 OUTPUTS_ENV = "NOTEBOOK_OUTPUTS_REPO"
 CELL_TIMEOUT_S = 600
-GNN_OUTPUTS = (("metrics_dir", "gnn"), ("plots_dir", "gnn"), ("plots_dir", "gnn"),
+GNN_OUTPUTS = (("metrics_dir", "gnn"), ("plots_dir", "gnn"),
                ("predictions_dir", "gnn"))   # (cfg.paths key, folder) of everything stage gnn writes
 
 
