@@ -43,7 +43,7 @@ def run(cmd: list[str]) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--preset", default="synthetic")
+    parser.add_argument("--preset", default="programs")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--collections", nargs="+", default=["layout-xla-default", "layout-nlp-default"])
     args = parser.parse_args(argv)

@@ -12,7 +12,7 @@
 Writes a markdown report to --out; temp folders are deleted afterwards.
 
     .venv/bin/python benchmarks/bench_prune.py                                   # full: minutes, ~5 GB of disk
-    .venv/bin/python benchmarks/bench_prune.py --preset synthetic_ci --configs 3000 --out /tmp/prune.md   # quick
+    .venv/bin/python benchmarks/bench_prune.py --preset programs_ci --configs 3000 --out /tmp/prune.md   # quick
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def markdown(preset: str, rows: list[dict], mem: dict | None, args) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="synthetic", help="data preset for the per-collection table")
+    parser.add_argument("--preset", default="programs", help="data preset for the per-collection table")
     parser.add_argument("--configs", type=int, default=100_000, help="configs of the real-size graph")
     parser.add_argument("--config-nodes", type=int, default=600, help="max configurable nodes of that graph")
     parser.add_argument("--min-nodes", type=int, default=40_000)

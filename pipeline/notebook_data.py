@@ -33,6 +33,7 @@ MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "lgbm", "gnn":
 GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
 LGBM_IMPORTANCE = ("lgbm", "importance.csv")
 SUBMIT_METRICS = "submit.json"
+CEILING = "ceiling"          # pseudo-model: the score of ranking by the dataset's noise-free cost model
 
 Found = tuple[pd.DataFrame, list[Path]]
 
@@ -164,8 +165,11 @@ def runtime_summary(pruned_dir: str | Path, index: pd.DataFrame, splits: Sequenc
 # ---------------------------------------------------------------- results (02-results.ipynb)
 
 def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, str] = MODEL_STAGES) -> Found:
-    """Collection score per model and split: columns collection, model, split, score, graphs (long format)."""
-    rows, missing = [], []
+    """Collection score per model and split: columns collection, model, split, score, graphs (long format).
+
+    A generated dataset's ceiling (metrics JSON `ceiling: {split: score}`) is one more row, model CEILING.
+    """
+    rows, missing, ceilings = [], [], {}
     for model, stage in models.items():
         for slug in slugs:
             path = metrics_file(metrics_dir, stage, slug)
@@ -180,11 +184,17 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
                                          f"found {result[split]!r}")
                     rows.append({"collection": slug, "model": model, "split": split,
                                  "score": float(result[split]["score"]), "graphs": result[split].get("graphs")})
+                    if split in result.get("ceiling", {}):
+                        ceilings[slug, split] = {"collection": slug, "model": CEILING, "split": split,
+                                                 "score": float(result["ceiling"][split]),
+                                                 "graphs": result[split].get("graphs")}
+    rows += list(ceilings.values())
     return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "score", "graphs"]), missing
 
 
-def score_table(long: pd.DataFrame, models: Sequence[str] = tuple(MODEL_STAGES)) -> pd.DataFrame:
-    """`scores` pivoted: one row per collection and split, one column per model (models in the given order)."""
+def score_table(long: pd.DataFrame, models: Sequence[str] = (*MODEL_STAGES, CEILING)) -> pd.DataFrame:
+    """`scores` pivoted: one row per collection and split, one column per model (models in the given order),
+    the dataset's ceiling last when it has one."""
     table = long.pivot_table(index=["collection", "split"], columns="model", values="score", aggfunc="first")
     return table.reindex(columns=[m for m in models if m in table.columns])
 

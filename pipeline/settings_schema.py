@@ -66,6 +66,16 @@ SCHEMA = Group({
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
     "synthesize": AnyMapping(),
+    "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
+        "seed": Int(),
+        "collections": List(Str(COLLECTION_NAMES), min_len=1),
+        "layout_configs": COUNT,
+        "tile_configs": COUNT,
+        "max_config_nodes": Optional(COUNT),
+        "chunk_configs": COUNT,
+        "search": AnyMapping(),                 # the layout searches' settings (pipeline/hlo/configs.py checks them)
+        "tile_search": AnyMapping(),            # tile candidates (pipeline/hlo/featurize.TileSearch)
+    }),
     "prune": Group({
         "hops": Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,)))),
         "pad_value": Float(),

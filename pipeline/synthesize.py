@@ -1,5 +1,8 @@
-"""Stage synthesize: write the built-in synthetic TpuGraphs dataset (official npz layout) to paths.synthetic_dir.
+"""Stage synthesize: write the built-in TpuGraphs dataset (official npz layout) to paths.synthetic_dir.
 
+`data.generator.builder` picks how: `programs` (the default presets) lowers the JAX program zoo (`pipeline.zoo`)
+and costs it with the TPU cost model (`pipeline.synth.programs`); `templates` draws template graphs at real
+sizes (`pipeline.synth.dataset`, only for memory benchmarks: data=synthetic_full).
 `python -m pipeline.synthesize [overrides] [--stats]`. With data.kind == "tpugraphs" nothing is generated: the
 folder gets only a stats.json saying so (the pipeline then reads data.root). `--stats` prints graphs, nodes,
 edges and configs per collection and split.
@@ -15,6 +18,7 @@ from omegaconf import DictConfig
 
 from pipeline.config import stage_args
 from pipeline.synth import writer
+from pipeline.synth import programs
 from pipeline.synth.dataset import Settings, synthesize
 
 STATS_FLAG = "--stats"
@@ -32,19 +36,28 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
         shutil.rmtree(out, ignore_errors=True)   # the stage's own output folder: nothing stale stays behind
         tmp.rename(out)
         return summary
-    settings = Settings.from_cfg(cfg.data.generator, cfg.synthesize)
-    return synthesize(settings, list(cfg.data.collections), out, progress=progress)
+    builder = cfg.data.generator.builder
+    if builder == "programs":
+        settings = programs.ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
+        return programs.build(settings, list(cfg.data.collections), out, progress=progress)
+    if builder == "templates":
+        return synthesize(Settings.from_cfg(cfg.data.generator, cfg.synthesize), list(cfg.data.collections), out,
+                          progress=progress)
+    raise ValueError(f"data.generator.builder: expected 'programs' or 'templates', got {builder!r}")
 
 
 def format_stats(summary: dict) -> str:
     """A fixed-width table: one row per collection and split."""
     if not summary.get("synthesized"):
         return summary.get("note", "nothing synthesized")
-    lines = [f"{'collection':<20} {'split':<6} {'graphs':>6} {'nodes':>9} {'edges':>9} {'configs':>10}"]
+    ceilings = summary.get("ceiling", {})
+    lines = [f"{'collection':<20} {'split':<6} {'graphs':>6} {'nodes':>9} {'edges':>9} {'configs':>10} "
+             f"{'ceiling':>8}"]
     for slug, splits in summary["collections"].items():
         for split, row in splits.items():
+            ceiling = ceilings.get(slug, {}).get(split)
             lines.append(f"{slug:<20} {split:<6} {row['graphs']:>6} {row['nodes']:>9} {row['edges']:>9} "
-                         f"{row['configs']:>10}")
+                         f"{row['configs']:>10} {'' if ceiling is None else f'{ceiling:.4f}':>8}")
     return "\n".join(lines)
 
 

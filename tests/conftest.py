@@ -84,7 +84,7 @@ def tiny_npz(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-# --- end-to-end: one `dvc repro` on synthetic_ci shared by every test that needs stage outputs ---
+# --- end-to-end: one `dvc repro` on programs_ci shared by every test that needs stage outputs ---
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUTPUT_FOLDERS = ("data/", "models/", "predictions/", "metrics/", "plots/", "submissions/")  # stage outputs: not copied
@@ -109,7 +109,7 @@ def copy_repo(dest: Path) -> None:
 
 @pytest.fixture(scope="session")
 def repo(tmp_path_factory):
-    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=synthetic_ci (shared)."""
+    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=programs_ci (shared)."""
     dest = tmp_path_factory.mktemp("repo")
     copy_repo(dest)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
@@ -118,6 +118,31 @@ def repo(tmp_path_factory):
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
         run(cmd, dest, env)
-    run([str(BIN / "python"), "-m", "pipeline.config", "data=synthetic_ci"], dest, env)
+    run([str(BIN / "python"), "-m", "pipeline.config", "data=programs_ci"], dest, env)
     run([str(BIN / "dvc"), "repro"], dest, env)
     return dest, env
+
+
+# --- HLO text of a small JAX program (tests/hlo, tests/test_featurize.py) ---
+def jax_program(x, w, kernel):
+    """A dense layer, a while loop, a conditional, a call (jnp.pad), reductions and a convolution in bf16: every
+    kind of computation the featurizer meets."""
+    import jax
+    import jax.numpy as jnp
+
+    h = jnp.tanh(x @ w)
+    _, h = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, h))
+    h = jax.lax.cond(h.sum() > 0, lambda a: a + 1.0, lambda a: jnp.pad(a, ((0, 0), (1, 1)))[:, 2:], h)
+    img = h.reshape(1, *h.shape, 1).astype(jnp.bfloat16)
+    y = jax.lax.conv_general_dilated(img, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return h.sum(axis=1), y
+
+
+@pytest.fixture(scope="session")
+def jax_hlo() -> dict[str, str]:
+    """{"lowered": .lower(...).as_text(dialect="hlo"), "compiled": .compile().as_text()} of `jax_program`."""
+    import jax
+    import jax.numpy as jnp
+
+    lowered = jax.jit(jax_program).lower(jnp.ones((8, 16)), jnp.ones((16, 32)), jnp.ones((3, 3, 1, 4), jnp.bfloat16))
+    return {"lowered": lowered.as_text(dialect="hlo"), "compiled": lowered.compile().as_text()}

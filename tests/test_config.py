@@ -20,10 +20,10 @@ def test_no_overrides_reads_params_yaml(tmp_path):
 
 
 def test_overrides_change_what_a_stage_sees():
-    args, cfg = stage_args("x", ["--collection", "tile-xla", "heuristic.chunk_size=7", "data=synthetic_ci"])
+    args, cfg = stage_args("x", ["--collection", "tile-xla", "heuristic.chunk_size=7", "data=programs_ci"])
     assert args.collection == "tile-xla"
     assert cfg.heuristic.chunk_size == 7
-    assert cfg.data.name == "synthetic_ci"
+    assert cfg.data.name == "programs_ci"
     assert compose().heuristic.chunk_size != 7
 
 

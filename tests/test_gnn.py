@@ -73,7 +73,7 @@ def write_collection(root: Path, collection: Collection) -> None:
 
 
 def overrides(root: Path) -> list[str]:
-    return ["data=synthetic_ci", f"paths.synthetic_dir={root / 'syn'}", f"paths.pruned_dir={root / 'pruned'}",
+    return ["data=programs_ci", f"paths.synthetic_dir={root / 'syn'}", f"paths.pruned_dir={root / 'pruned'}",
             f"paths.models_dir={root / 'models'}", f"paths.predictions_dir={root / 'predictions'}",
             f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}", *TINY]
 

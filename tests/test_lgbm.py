@@ -55,7 +55,7 @@ def pruned_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cfg(pruned_dir):
-    return compose(["data=synthetic_ci", f"paths.pruned_dir={pruned_dir}", "lgbm.num_threads=1",
+    return compose(["data=programs_ci", f"paths.pruned_dir={pruned_dir}", "lgbm.num_threads=1",
                     "lgbm.num_boost_round=30", "lgbm.max_query_rows=25", "lgbm.min_data_in_leaf=5"])
 
 
@@ -112,7 +112,7 @@ def test_run_writes_the_stage_outputs(cfg, tmp_path, monkeypatch):
     from pipeline.scoring import evaluate
     from pipeline.tpugraphs.dataset import Collection
 
-    out = compose(["data=synthetic_ci", f"paths.pruned_dir={cfg.paths.pruned_dir}", "lgbm.num_threads=1",
+    out = compose(["data=programs_ci", f"paths.pruned_dir={cfg.paths.pruned_dir}", "lgbm.num_threads=1",
                    "lgbm.num_boost_round=10", *[f"paths.{k}={tmp_path / k}" for k in
                                                 ("models_dir", "plots_dir", "predictions_dir", "metrics_dir")]])
     monkeypatch.setattr(evaluate, "evaluate_and_write",

@@ -119,6 +119,16 @@ def test_scores_long_and_pivoted(metrics_dir):
     assert np.isnan(table.loc[(LAYOUT, "valid"), "ensemble"])
 
 
+def test_scores_show_the_dataset_ceiling_beside_every_model(metrics_dir):
+    write_json(metrics_dir / "lgbm" / f"{TILE}.json", {"valid": {"score": 0.5, "graphs": 2},
+                                                       "ceiling": {"valid": 0.9}})
+    long, _ = reports.scores(metrics_dir, [TILE, LAYOUT])
+    table = reports.score_table(long)
+    assert list(table.columns) == ["heuristic", "lgbm", "ensemble", "ceiling"]
+    assert table.loc[(TILE, "valid"), "ceiling"] == 0.9 and table.loc[(TILE, "valid"), "lgbm"] == 0.5
+    assert np.isnan(table.loc[(TILE, "test"), "ceiling"])
+
+
 def test_scores_rejects_a_malformed_split(metrics_dir):
     write_json(metrics_dir / "gnn" / f"{TILE}.json", {"valid": 0.3})
     with pytest.raises(ValueError, match=r"gnn/tile-xla\.json: key 'valid'"):

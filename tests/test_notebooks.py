@@ -1,6 +1,6 @@
-"""The notebooks: stored without outputs, paths only from the config, and they run on synthetic_ci outputs.
+"""The notebooks: stored without outputs, paths only from the config, and they run on programs_ci outputs.
 
-Execution needs a repository holding the stage outputs of `dvc repro` on data=synthetic_ci. It is the `repo`
+Execution needs a repository holding the stage outputs of `dvc repro` on data=programs_ci. It is the `repo`
 fixture (`(dest, env)`, which runs `dvc repro` in a temporary copy), or, when NOTEBOOK_OUTPUTS_REPO names a folder,
 that folder (e.g. a clone where `dvc repro` already ran; it is only read).
 """

@@ -1,4 +1,4 @@
-"""End-to-end: `dvc repro` on the synthetic_ci preset in a temporary copy of the repository."""
+"""End-to-end: `dvc repro` on the programs_ci preset in a temporary copy of the repository."""
 import shutil
 import subprocess
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Stage prune: hand-built collections (outputs, test configs untouched, train-only normalisation, determinism,
-corrupt inputs) and an end-to-end run on synthetic_ci checked against the original files."""
+corrupt inputs) and an end-to-end run on programs_ci checked against the original files."""
 from __future__ import annotations
 
 import dataclasses
@@ -53,7 +53,7 @@ def build_layout(root: Path, n_graphs: int = 2) -> Path:
 
 
 def params(**overrides) -> PruneParams:
-    return dataclasses.replace(PruneParams.from_cfg(compose(["data=synthetic_ci"]).prune), **overrides)
+    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune), **overrides)
 
 
 @pytest.fixture(scope="module")
@@ -185,32 +185,32 @@ def test_skip_invalid_train_lists_the_graph(tmp_path):
 
 def test_main_writes_metrics(tmp_path, layout_run, capsys):
     root, _, _ = layout_run
-    main(["--collection", "layout:xla:random", "data=synthetic_ci", f"data.root={root}",
+    main(["--collection", "layout:xla:random", "data=programs_ci", f"data.root={root}",
           f"paths.pruned_dir={tmp_path / 'pruned'}", f"paths.metrics_dir={tmp_path / 'metrics'}", "prune.hops=all"])
     metrics = json.loads((tmp_path / "metrics/prune" / f"{LAYOUT}.json").read_text())
     assert metrics["graphs"] == 6 and metrics["nodes_pruned"] == metrics["nodes"] == 48
     assert metrics["configs"] == 36 and metrics["configs_dedup"] == 28 and metrics["skipped"] == 0
     assert "48 -> 48" in capsys.readouterr().out
     with pytest.raises(SystemExit, match=r"setting prune.hops=-2: expected an integer >= 0 or one of \['all'\]"):
-        main(["--collection", LAYOUT, "data=synthetic_ci", f"data.root={root}", "prune.hops=-2"])
+        main(["--collection", LAYOUT, "data=programs_ci", f"data.root={root}", "prune.hops=-2"])
 
 
 @pytest.fixture(scope="module")
-def synthetic_ci(tmp_path_factory):
-    """synthetic_ci generated once, tile-xla and layout-nlp-default pruned with the default conf/prune."""
-    tmp = tmp_path_factory.mktemp("synthetic_ci")
-    cfg = compose(["data=synthetic_ci", f"paths.synthetic_dir={tmp / 'synthetic'}",
+def programs_ci(tmp_path_factory):
+    """programs_ci generated once, tile-xla and layout-nlp-default pruned with the default conf/prune."""
+    tmp = tmp_path_factory.mktemp("programs_ci")
+    cfg = compose(["data=programs_ci", f"paths.synthetic_dir={tmp / 'synthetic'}",
                    f"paths.pruned_dir={tmp / 'pruned'}", f"paths.metrics_dir={tmp / 'metrics'}"])
     synthesize(cfg, progress=False)
     for slug in ("tile-xla", "layout-nlp-default"):
-        main(["--collection", slug, "data=synthetic_ci", f"paths.synthetic_dir={tmp / 'synthetic'}",
+        main(["--collection", slug, "data=programs_ci", f"paths.synthetic_dir={tmp / 'synthetic'}",
               f"paths.pruned_dir={tmp / 'pruned'}", f"paths.metrics_dir={tmp / 'metrics'}"])
     return cfg
 
 
 @pytest.mark.parametrize("slug", ["tile-xla", "layout-nlp-default"])
-def test_synthetic_ci_against_the_original_files(synthetic_ci, slug):
-    cfg, checked = synthetic_ci, 0
+def test_programs_ci_against_the_original_files(programs_ci, slug):
+    cfg, checked = programs_ci, 0
     root = Path(cfg.data.root) / "npz"
     index = pd.read_csv(Path(cfg.paths.pruned_dir) / slug / "index.csv")
     for split in SPLITS:

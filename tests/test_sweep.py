@@ -5,7 +5,7 @@ from pipeline.config import compose
 
 
 def test_sweep_runs_one_job_per_combination_into_its_own_folder(tmp_path):
-    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=synthetic_ci"]
+    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=programs_ci"]
     synthesize.run(compose(data))
     table = sweep.main(["heuristic", "--collection", "tile-xla", "heuristic.chunk_size=10,20", "seed=1,2",
                         f"paths.multirun_dir={tmp_path / 'multirun'}", *data])

@@ -1,4 +1,5 @@
-"""Stage synthesize on the synthetic_ci preset: schema, layout, test split conventions, determinism, stats."""
+"""Stage synthesize on the programs_ci preset (programs of the zoo): schema, layout, test split conventions,
+determinism, stats and ceilings."""
 from __future__ import annotations
 
 import hashlib
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import compose
+from pipeline.scoring.metrics import graph_score
+from pipeline.zoo import common
 from pipeline.synthesize import format_stats, main, run
 from pipeline.tpugraphs.dataset import COLLECTIONS, graph_paths, load_graph
 from pipeline.tpugraphs.schema import SPLITS
@@ -18,7 +21,7 @@ HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 
 def ci_cfg(out: Path, *extra: str):
-    return compose(["data=synthetic_ci", f"paths.synthetic_dir={out}", *extra])
+    return compose(["data=programs_ci", f"paths.synthetic_dir={out}", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -109,12 +112,40 @@ def test_stats_json_counts_files(ci_dir):
     assert "layout-xla-random" in format_stats(stats)
 
 
+def test_ceilings_are_scores_above_a_random_ranking(ci_dir):
+    stats = json.loads((ci_dir / "stats.json").read_text())
+    rng = np.random.default_rng(0)
+    for collection in COLLECTIONS:
+        ceilings = stats["ceiling"][collection.slug]
+        assert set(ceilings) == set(SPLITS)
+        assert all(-1.0 <= c <= 1.0 for c in ceilings.values())
+        random_scores = []
+        for path in graph_paths(ci_dir / "npz", collection, "valid"):
+            graph = load_graph(path, collection, "valid")
+            truth = graph.config_runtime / (graph.config_runtime_normalizers if collection.kind == "tile" else 1)
+            random_scores += [graph_score(collection.kind, rng.random(len(truth)), truth) for _ in range(20)]
+        if collection.kind == "layout":
+            assert ceilings["valid"] > np.mean(random_scores) + 0.1, collection.name
+        else:   # tile: the top 5 of a handful of tilings often holds the best even at random
+            assert ceilings["valid"] >= np.mean(random_scores) and ceilings["valid"] > 0.95
+
+
+def test_stats_list_programs_of_every_family_and_source(ci_dir):
+    stats = json.loads((ci_dir / "stats.json").read_text())
+    assert stats["builder"] == "programs"
+    assert {p["source"] for p in stats["programs"]} == {"xla", "nlp"}
+    assert len({p["family"] for p in stats["programs"]}) >= 4
+    layout = [p.stem for p in graph_paths(ci_dir / "npz", "layout:xla:random", "train")]
+    assert sorted(layout) == sorted(p["name"] for p in stats["programs"] if p["source"] == "xla"
+                                    and p["split"] == "train")
+
+
 def test_deterministic_for_a_seed(tmp_path):
-    small = ["data.generator.graphs.tile={train: 3, valid: 1, test: 1}",
-             "data.generator.graphs.layout={train: 1, valid: 1, test: 1}"]
-    run(ci_cfg(tmp_path / "a", *small), progress=False)
-    run(ci_cfg(tmp_path / "b", *small), progress=False)
-    run(ci_cfg(tmp_path / "c", *small, "data.generator.seed=1"), progress=False)
+    small = ["data.generator.programs={xla: {train: 1, valid: 0, test: 1}, nlp: {train: 1, valid: 0, test: 0}}"]
+    for name, extra in (("a", []), ("b", []), ("c", ["data.generator.seed=1"])):
+        common.compiled_text.cache_clear()   # lower and compile again: the HLO text itself must be stable
+        common.lowered_text_cache_clear()
+        run(ci_cfg(tmp_path / name, *small, *extra), progress=False)
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     assert digest(tmp_path / "a") != digest(tmp_path / "c")
 

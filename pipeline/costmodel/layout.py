@@ -16,6 +16,12 @@ Model (all constants in conf/synthesize/default.yaml, `layout_cost`):
   every other op reads and writes the row-major layout. Whenever a consumer expects a layout different from its
   producer's, a transpose copy is paid (read + write of the padded tensor, plus `copy_overhead_ns`), except for
   broadcasts, constants and iotas, which are materialised in any layout for free.
+- Real programs (every opcode, `pipeline.costmodel.opclasses`): free ops cost nothing; an op of no known class
+  costs its memory traffic (padded row-major bytes of its output and operands / bandwidth + `op_overhead_ns`);
+  control ops (call, while, fusion ...) hand their operands and the results of the computations they call over
+  in the row-major layout (copies where those differ) and cost nothing else, since the called instructions are
+  nodes themselves (a while body counts once: trip counts are unknown); instructions of per-element computations
+  applied by reduce-like ops cost nothing. A dot's flops multiply all its contracting dimensions.
 - A reshape is a free bitcast only when input and output are row-major with an identical tiled minor dimension;
   otherwise it is a copy.
 Noise (multiplicative, ~0.5%) is added by the caller, so the model itself is deterministic and testable.
@@ -30,8 +36,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from pipeline.costmodel import opclasses
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
+
+DEFAULT_ITEMSIZE = 1          # element types ITEMSIZE does not list (8-bit floats)
 
 LAYOUT_MAX_DIMS = 6          # kLayoutMaxDims: one 6-wide block per tensor, -1 padded
 NODE_CONFIG_FEAT_DIM = 18    # output, input, kernel blocks
@@ -54,6 +63,11 @@ class LayoutCostParams:
         """From the `synthesize.layout_cost` config section (lists become tuples)."""
         return cls(**{k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
                       for k, v in dict(cfg).items()})
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element (0 for tuples and tokens)."""
+    return ITEMSIZE.get(dtype, DEFAULT_ITEMSIZE)
 
 
 @lru_cache(maxsize=None)
@@ -122,6 +136,7 @@ class LayoutCostModel:
             if self.nodes[n].opcode not in op.CONFIGURABLE:
                 raise ValueError(f"node {n} (opcode {self.nodes[n].opcode}) is not configurable")
         self._pad: dict[int, np.ndarray] = {}
+        self.applied = applied_nodes(graph)
         self._place: dict[tuple[int, int, bool], np.ndarray] = {}
 
     # -- per-node tables over layout ids
@@ -140,7 +155,7 @@ class LayoutCostModel:
                 minor, second = shape[perms[:, 0]], shape[perms[:, 1]]
                 elems = (prod(node.shape) / (minor * second) * np.ceil(minor / minor_tile) * minor_tile
                          * np.ceil(second / second_tile) * second_tile)
-            self._pad[n] = elems * ITEMSIZE[node.dtype]
+            self._pad[n] = elems * itemsize(node.dtype)
         return self._pad[n]
 
     def placement(self, n: int, dim: int) -> np.ndarray:
@@ -199,7 +214,8 @@ class LayoutCostModel:
             rhs_l = row_major_id(rhs.rank)
             cost = cost + self._into(r, lay, rhs_l)
             n_dim = rhs.rank - 1 if d.rhs_contracting != rhs.rank - 1 else rhs.rank - 2
-            flops = 2.0 * prod(node.shape) * rhs.shape[d.rhs_contracting]
+            flops = 2.0 * prod(node.shape) * prod(rhs.shape[k] for k in (d.rhs_contracting_dims or
+                                                                          (d.rhs_contracting,)))
             factors = (self.placement(x, d.lhs_contracting)[in_l], self.placement(n, node.rank - 1)[out_l],
                        self.placement(r, n_dim)[rhs_l] * self.in_pair(r, d.rhs_contracting)[rhs_l])
             cost = cost + self._matmul(n, flops, factors, pb_x[in_l] + self.padded_bytes(r)[rhs_l] + pb_out[out_l])
@@ -221,24 +237,43 @@ class LayoutCostModel:
     def _plain(self, n: int, node: HloNode, lay: list):
         """Non-configurable, non-elementwise op: reads and writes row-major."""
         cost = sum(self._into(o, lay, row_major_id(self.nodes[o].rank)) for o in dict.fromkeys(node.operands))
-        if node.opcode in op.FREE:
-            return cost
         moved = self.padded_bytes(n)[row_major_id(node.rank)] + sum(
             self.padded_bytes(o)[row_major_id(self.nodes[o].rank)] for o in dict.fromkeys(node.operands)
-            if self.nodes[o].opcode not in op.FREE or self.nodes[o].opcode == op.PARAMETER)
+            if self.nodes[o].opcode != op.CONSTANT)   # constants are folded into the op
         overhead = self.params.copy_overhead_ns if node.opcode == op.TRANSPOSE else self.params.op_overhead_ns
         return cost + moved / self.params.bytes_per_ns + overhead
 
     def _elementwise(self, n: int, node: HloNode, lay: list):
-        lead = next((o for o in node.operands if self.nodes[o].opcode not in op.LAYOUT_FLEXIBLE), None)
+        same = [o for o in dict.fromkeys(node.operands) if self.nodes[o].shape == node.shape]   # not scalar bounds
+        lead = next((o for o in same if self.nodes[o].opcode not in op.LAYOUT_FLEXIBLE), None)
         out_l = lay[lead] if lead is not None else row_major_id(node.rank)
-        elems = self.padded_bytes(n) / ITEMSIZE[node.dtype]
-        itemsizes = ITEMSIZE[node.dtype] + sum(ITEMSIZE[self.nodes[o].dtype] for o in node.operands)
-        cost = elems[out_l] * itemsizes / self.params.bytes_per_ns + self.params.op_overhead_ns
-        for o in dict.fromkeys(node.operands):
+        elems = self.padded_bytes(n) / max(itemsize(node.dtype), 1)
+        sizes = itemsize(node.dtype) + sum(itemsize(self.nodes[o].dtype) for o in same)
+        cost = elems[out_l] * sizes / self.params.bytes_per_ns + self.params.op_overhead_ns
+        for o in same:
             if o != lead:
                 cost = cost + self._into(o, lay, out_l)
         return cost, out_l
+
+    def _control(self, node: HloNode, lay: list):
+        """tuple, call, while, fusion ...: operands in and called results out in the row-major layout."""
+        handed = dict.fromkeys((*node.operands, *node.called_roots))
+        return sum((self._into(o, lay, row_major_id(self.nodes[o].rank)) for o in handed), 0.0)
+
+    def node_cost(self, n: int, node: HloNode, lay: list, chosen: dict):
+        """(cost [C] or scalar, output layout ids) of node n, given its operands' layouts `lay`."""
+        if n in self.applied:
+            return 0.0, row_major_id(node.rank)
+        if node.opcode == op.TUPLE or node.opcode in opclasses.CONTROL:   # results leave in the row-major layout
+            return self._control(node, lay), row_major_id(node.rank)
+        if node.opcode in opclasses.FREE:
+            return 0.0, row_major_id(node.rank)
+        if node.opcode in op.CONFIGURABLE:
+            picks = chosen.get(n) or default_layouts(node, [self.nodes[o] for o in node.operands])
+            return self._configurable(n, node, lay, picks)
+        if node.opcode in opclasses.ELEMENTWISE:
+            return self._elementwise(n, node, lay)
+        return self._plain(n, node, lay), row_major_id(node.rank)
 
     def choices(self, node_config_feat: np.ndarray) -> dict[int, tuple]:
         """Per configurable node: (output, input, kernel) layout ids, each an int64 [C] array."""
@@ -262,12 +297,14 @@ class LayoutCostModel:
         lay: list = [0] * len(self.nodes)
         total = np.full(len(node_config_feat), self.params.launch_overhead_ns)
         for n, node in enumerate(self.nodes):
-            if node.opcode in op.CONFIGURABLE:
-                picks = chosen.get(n) or default_layouts(node, [self.nodes[o] for o in node.operands])
-                cost, lay[n] = self._configurable(n, node, lay, picks)
-            elif node.opcode in op.ELEMENTWISE:
-                cost, lay[n] = self._elementwise(n, node, lay)
-            else:
-                cost, lay[n] = self._plain(n, node, lay), row_major_id(node.rank)
+            cost, lay[n] = self.node_cost(n, node, lay, chosen)
             total = total + cost
         return total
+
+
+def applied_nodes(graph: HloGraph) -> frozenset[int]:
+    """Ids of the nodes in computations applied per element by reduce-like ops (priced with their caller)."""
+    computations = {graph.nodes[r].computation for node in graph.nodes if node.opcode in opclasses.APPLIERS
+                    for r in node.called_roots}
+    computations.discard("")
+    return frozenset(i for i, node in enumerate(graph.nodes) if node.computation in computations)

@@ -1,8 +1,9 @@
-"""A minimal HLO graph builder: nodes with opcode, shape, element type, operands and the attributes the 140
-node-feature columns describe (window, convolution dimension numbers, dimensions, slices, padding).
+"""HLO graphs: nodes with opcode, shape, element type, operands and the attributes the 140 node-feature columns
+describe (window, convolution dimension numbers, dimensions, slices, padding, layout), and a builder for them.
 
-Nodes are appended in topological order (operands first); `HloGraph.edge_index()` gives the official
-`[consumer, producer]` rows, one per distinct operand.
+Nodes are in topological order (operands first); `HloGraph.edge_index()` gives the official `[consumer, producer]`
+rows: one per distinct operand, in operand order, then one per called computation (to that computation's root).
+Graphs come from the synthetic templates (`HloBuilder`) or from real HLO text (`pipeline.hlo.lower`).
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from pipeline.hlo import opcodes as op
 
-ITEMSIZE = {"pred": 1, "s8": 1, "s32": 4, "s64": 8, "u8": 1, "u32": 4, "f16": 2, "bf16": 2, "f32": 4, "tuple": 0}
+ITEMSIZE = {"pred": 1, "s8": 1, "s16": 2, "s32": 4, "s64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8, "f16": 2,
+            "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16, "tuple": 0, "token": 0, "opaque": 0}
 
 
 @dataclass(frozen=True)
@@ -26,11 +28,13 @@ class Window:
     pad_high: tuple[int, ...]
     window_dilation: tuple[int, ...] = ()
     base_dilation: tuple[int, ...] = ()
+    reversal: tuple[bool, ...] = ()
 
     def __post_init__(self):
         ones = (1,) * len(self.size)
         object.__setattr__(self, "window_dilation", self.window_dilation or ones)
         object.__setattr__(self, "base_dilation", self.base_dilation or ones)
+        object.__setattr__(self, "reversal", self.reversal or (False,) * len(self.size))
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,19 @@ NCHW = ConvDims(0, 1, (2, 3), 1, 0, (2, 3), 0, 1, (2, 3))   # kernel OIHW
 
 @dataclass(frozen=True)
 class DotDims:
-    """Dot dimension numbers: one contracting dimension per side, leading batch dimensions on both."""
+    """Dot dimension numbers: one contracting dimension per side, leading batch dimensions on both.
+
+    From real HLO text the full lists are kept too (`*_dims`); then `lhs_contracting` / `rhs_contracting` are the
+    first contracting dimension of each side (the last dimension when there is none) and `n_batch` the batch count.
+    """
 
     lhs_contracting: int
     rhs_contracting: int
     n_batch: int = 0
+    lhs_contracting_dims: tuple[int, ...] = ()
+    rhs_contracting_dims: tuple[int, ...] = ()
+    lhs_batch_dims: tuple[int, ...] = ()
+    rhs_batch_dims: tuple[int, ...] = ()
 
 
 @dataclass
@@ -77,6 +89,13 @@ class HloNode:
     slice: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None   # start, stride, limit
     padding: tuple[tuple[int, ...], tuple[int, ...]] | None = None                  # edge low, edge high
     is_root: bool = False
+    batch_group_count: int = 0
+    dynamic_slice_sizes: tuple[int, ...] = ()
+    is_stable: bool = False
+    layout: tuple[int, ...] | None = None       # minor-to-major as written in the HLO; None: row-major default
+    called_roots: tuple[int, ...] = ()          # root node of each computation this node calls (fusion, while, ...)
+    name: str = ""                              # the HLO instruction name (real HLO text only)
+    computation: str = ""                       # the HLO computation holding it (real HLO text only)
 
     @property
     def rank(self) -> int:
@@ -101,8 +120,8 @@ class HloGraph:
         return np.array([n.opcode for n in self.nodes], dtype=np.uint8)
 
     def edge_index(self) -> np.ndarray:
-        """int64 [E, 2] rows (consumer, producer), one per distinct operand."""
-        rows = [(i, p) for i, n in enumerate(self.nodes) for p in dict.fromkeys(n.operands)]
+        """int64 [E, 2] rows (consumer, producer): distinct operands in operand order, then called roots."""
+        rows = [(i, p) for i, n in enumerate(self.nodes) for p in dict.fromkeys(n.operands + n.called_roots)]
         return np.array(rows, dtype=np.int64).reshape(-1, 2)   # [edges, 2]
 
     def node_splits(self) -> np.ndarray:
@@ -193,7 +212,7 @@ class HloBuilder:
     # -- compute
     def conv(self, x: int, kernel: int, out_shape, window: Window, dims: ConvDims) -> int:
         return self.add(op.CONVOLUTION, out_shape, (x, kernel), dtype=self.nodes[x].dtype, window=window,
-                        conv=dims, feature_group_count=1)
+                        conv=dims, feature_group_count=1, batch_group_count=1)
 
     def dot(self, a: int, b: int, lhs_contracting: int, rhs_contracting: int, n_batch: int = 0) -> int:
         sa, sb = self.shape(a), self.shape(b)

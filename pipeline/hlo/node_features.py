@@ -51,7 +51,8 @@ def node_row(node: HloNode) -> list[float]:
     for values in ((w.size, w.stride, w.pad_low, w.pad_high, w.window_dilation, w.base_dilation) if w else
                    ((),) * 6):
         row += _seq(values, 6)
-    row += [0.0] * 6 + ([0.0, float(len(w.size))] if w else [0.0, 0.0])   # window_reversal: none reversed
+    reversal = [1.0 if r else 0.0 for r in (w.reversal if w else ())]
+    row += _no_aggregate(reversal, 6) + [float(sum(reversal)), float(len(reversal) - sum(reversal))]
     c = node.conv
     if c:
         row += [c.input_batch, c.input_feature] + _no_aggregate(c.input_spatial, 4)
@@ -59,14 +60,15 @@ def node_row(node: HloNode) -> list[float]:
         row += [c.output_batch, c.output_feature]
     else:
         row += [0.0] * 14
-    row += [float(node.feature_group_count), 1.0 if node.conv else 0.0]
+    row += [float(node.feature_group_count), float(node.batch_group_count)]
     start, stride, limit = node.slice or ((), (), ())
     row += _seq(start, 2) + _seq(stride, 2) + _seq(limit, 2)
-    row += _seq((), 2)                                   # dynamic_slice_sizes: unused by the templates
+    row += _seq(node.dynamic_slice_sizes, 2)
     low, high = node.padding or ((), ())
     row += _seq(low, 2) + _seq(high, 2)
-    row += [0.0]                                         # is_stable: no sorts in the templates
-    row += _no_aggregate(default_minor_to_major(node.rank), 6)
+    row += [1.0 if node.is_stable else 0.0]
+    layout = default_minor_to_major(node.rank) if node.layout is None else node.layout
+    row += _no_aggregate(layout, 6)
     return row
 
 

@@ -5,9 +5,12 @@ Truth per split: `valid` comes from the npz files themselves (tile runtimes divi
 Every model stage writes `<metrics_dir>/<stage>/<slug>.json` (collection scores, for `dvc metrics`),
 `<plots_dir>/<stage>/<slug>_per_graph.csv` (one row per graph, for `dvc plots` and the notebooks) and
 `<plots_dir>/<stage>/<slug>_scatter.csv` (predicted vs true rank of valid configurations, for a scatter plot).
+A generated dataset states its own ceiling per collection and split (the score of ranking by the noise-free cost
+model, in `<synthetic_dir>/stats.json`); the metrics JSON then carries it as `ceiling: {valid, test}`.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Mapping
 
@@ -17,6 +20,7 @@ from omegaconf import DictConfig
 
 from pipeline.files import write_csv, write_json
 from pipeline.scoring import metrics
+from pipeline.synth.writer import STATS_FILE
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
 
@@ -56,6 +60,17 @@ def load_truth(cfg: DictConfig, collection: Collection, split: str) -> dict[str,
     return truth
 
 
+def dataset_ceiling(cfg: DictConfig, collection: Collection) -> dict[str, float] | None:
+    """{split: ceiling} of a generated dataset (stats.json `ceiling`), None on real data or without ceilings."""
+    if cfg.data.kind != "synthetic":
+        return None
+    path = Path(cfg.paths.synthetic_dir) / STATS_FILE
+    if not path.is_file():
+        return None
+    per_split = json.loads(path.read_text()).get("ceiling", {}).get(collection.slug)
+    return {str(k): float(v) for k, v in per_split.items()} if per_split else None
+
+
 def metrics_file(metrics_dir: str | Path, stage: str, slug: str) -> Path:
     """`<metrics_dir>/<stage>/<slug>.json`: the collection scores of one stage (`dvc metrics`)."""
     return Path(metrics_dir) / stage / f"{slug}.json"
@@ -90,9 +105,11 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
     """Score each split that has truth, write the metrics JSON and per-graph CSV, return the metrics dict.
 
     The JSON holds {"collection", "<split>": {"score", "graphs"}} plus `extra` (e.g. training time); a split
-    without truth (real test data) is left out.
+    without truth (real test data) is left out. With a dataset ceiling it also holds {"ceiling": {split: score}}
+    for the scored splits.
     """
     result: dict = {"collection": collection.name, **(extra or {})}
+    ceiling = dataset_ceiling(cfg, collection) or {}
     rows = []
     for split, preds in preds_by_split.items():
         truth = load_truth(cfg, collection, split)
@@ -100,6 +117,8 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
             continue
         scored = metrics.score_predictions(collection.kind, preds, truth)
         result[split] = {"score": scored["score"], "graphs": len(scored["per_graph"])}
+        if split in ceiling:
+            result.setdefault("ceiling", {})[split] = ceiling[split]
         rows += [{"split": split, "graph_id": g, "score": s} for g, s in scored["per_graph"].items()]
         if split == "valid":
             scatter = rank_scatter(preds, truth, cfg.evaluation.scatter_points_per_graph)

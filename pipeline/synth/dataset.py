@@ -19,6 +19,7 @@ from tqdm import tqdm
 from pipeline.synth import writer
 from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.costmodel.noise import measure
 from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.synth.templates import TEMPLATES
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
@@ -65,17 +66,13 @@ def graph_rng(seed: int, *key: str | int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *words]))
 
 
-def _log_uniform(rng: np.random.Generator, bounds) -> int:
+def log_uniform(rng: np.random.Generator, bounds) -> int:
     """An integer in [lo, hi], log-uniform (config counts are heavy-tailed in the real data)."""
     lo, hi = bounds
     return int(np.clip(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi + 1))))), lo, hi))
 
 
-def _noisy(runtime: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
-    return runtime * np.maximum(1.0 + noise * rng.standard_normal(len(runtime)), 0.5)
-
-
-def _stats_row(n_nodes: int, n_edges: int, n_configs: int) -> dict:
+def stats_row(n_nodes: int, n_edges: int, n_configs: int) -> dict:
     return {"graphs": 1, "nodes": n_nodes, "edges": n_edges, "configs": n_configs}
 
 
@@ -92,7 +89,7 @@ def write_layout_graph(s: Settings, collection: Collection, split: str, index: i
     ids = choose_config_nodes(graph, s.max_config_nodes, rng)
     specs = block_specs(graph, ids)
     model = LayoutCostModel(graph, ids, s.layout_cost)
-    n_configs = _log_uniform(rng, s.test_configs if split == "test" else s.layout_configs)
+    n_configs = log_uniform(rng, s.test_configs if split == "test" else s.layout_configs)
     default_prob = float(rng.uniform(*s.search.default_block_prob))
     stem = writer.hex_stem(rng, 32) if split == "test" else name
     runtimes: list[np.ndarray] = []
@@ -101,7 +98,7 @@ def write_layout_graph(s: Settings, collection: Collection, split: str, index: i
         for start in range(0, n_configs, s.chunk_configs):
             rows = min(s.chunk_configs, n_configs - start)
             feat = sample_layout_configs(specs, rows, collection.search, s.search, default_prob, rng)
-            runtimes.append(_noisy(model.runtime_ns(feat), s.noise, rng))
+            runtimes.append(measure(model.runtime_ns(feat), s.noise, rng))
             yield feat.astype(np.float32)   # [rows, NC, 18]
 
     arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
@@ -110,7 +107,7 @@ def write_layout_graph(s: Settings, collection: Collection, split: str, index: i
                                        test=split == "test")
     if split == "test":
         writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
-    return _stats_row(len(graph), len(arrays["edge_index"]), n_configs)
+    return stats_row(len(graph), len(arrays["edge_index"]), n_configs)
 
 
 @dataclass
@@ -132,11 +129,11 @@ def tile_example(s: Settings, split: str, index: int) -> TileExample:
     rng = graph_rng(s.seed, "tile-graph", split, index)
     graph, kernel = tile_graph(rng, conv_family)
     default_row = default_config(kernel, s.tile_cost)
-    n_configs = _log_uniform(rng, s.tile_configs)
+    n_configs = log_uniform(rng, s.tile_configs)
     config_feat = sample_tile_configs(kernel, n_configs, default_row, s.default_share, rng, s.min_tile)
-    runtime = writer.to_runtime_ns(_noisy(tile_runtime_ns(kernel, config_feat, s.tile_cost), s.noise, rng))
+    runtime = writer.to_runtime_ns(measure(tile_runtime_ns(kernel, config_feat, s.tile_cost), s.noise, rng))
     default_ns = tile_runtime_ns(kernel, default_row.reshape(1, -1), s.tile_cost)   # [1]
-    normalizers = writer.to_runtime_ns(_noisy(np.repeat(default_ns, n_configs), s.normalizer_noise, rng))
+    normalizers = writer.to_runtime_ns(measure(np.repeat(default_ns, n_configs), s.normalizer_noise, rng))
     stem = writer.hex_stem(rng, 32) if split == "test" else f"{benchmark}_{writer.hex_stem(rng, 16)}"
     return TileExample(stem, graph, kernel, default_row, config_feat, runtime, normalizers)
 
@@ -151,7 +148,7 @@ def write_tile_graph(s: Settings, collection: Collection, split: str, index: int
     if split == "test":
         writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{ex.stem}.npz", ex.runtime,
                            ex.normalizers)
-    return _stats_row(len(graph), len(arrays["edge_index"]), len(ex.runtime))
+    return stats_row(len(graph), len(arrays["edge_index"]), len(ex.runtime))
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -170,7 +167,7 @@ def synthesize(s: Settings, collections: list[str], out_dir: str | Path, progres
     shutil.rmtree(tmp, ignore_errors=True)
     parsed = [Collection.parse(c) for c in collections]
     jobs = [(c, split, i) for c in parsed for split in SPLITS for i in range(int(s.graphs[c.kind][split]))]
-    stats: dict = {c.slug: {split: _stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
+    stats: dict = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
     names: dict[tuple[str, str], list[str]] = {}
     for c in parsed:   # layout names: unique per source and split, shared by the two searches
         for split in SPLITS:
@@ -186,11 +183,17 @@ def synthesize(s: Settings, collections: list[str], out_dir: str | Path, progres
             row = write_layout_graph(s, c, split, i, names[c.source, split][i], graph, tmp)
         for key, value in row.items():
             stats[c.slug][split][key] += value
-    for c in parsed:   # empty splits still exist on disk
+    summary = {"kind": "synthetic", "builder": "templates", "synthesized": True, "seed": s.seed,
+               "collections": stats}
+    publish(tmp, out, parsed, summary)
+    return summary
+
+
+def publish(tmp: Path, out: Path, collections: list[Collection], summary: dict) -> None:
+    """Create empty split folders, write stats.json, then replace `out` by the finished `tmp` folder."""
+    for c in collections:   # empty splits still exist on disk
         for split in SPLITS:
             (tmp / writer.NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
-    summary = {"kind": "synthetic", "synthesized": True, "seed": s.seed, "collections": stats}
     writer.write_stats(tmp / writer.STATS_FILE, summary)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    return summary

@@ -24,7 +24,7 @@ def cfg(tmp_path):
     truth = tmp_path / "syn/truth/layout-xla-random"
     truth.mkdir(parents=True)
     np.savez(truth / ("ab" * 16 + ".npz"), config_runtime=np.array([5, 6, 7, 8]))
-    return compose(["data=synthetic_ci", f"paths.synthetic_dir={tmp_path / 'syn'}", f"paths.metrics_dir={tmp_path / 'm'}",
+    return compose(["data=programs_ci", f"paths.synthetic_dir={tmp_path / 'syn'}", f"paths.metrics_dir={tmp_path / 'm'}",
                     f"paths.plots_dir={tmp_path / 'p'}"])
 
 
@@ -52,6 +52,23 @@ def test_evaluate_and_write_scores_and_writes_files(cfg, tmp_path):
     assert per_graph["split"].tolist() == ["valid", "test"]
     scatter = pd.read_csv(tmp_path / "p/train_x/layout-xla-random_scatter.csv")
     np.testing.assert_allclose(scatter["true_rank"], scatter["predicted_rank"])
+
+
+def test_metrics_carry_the_dataset_ceiling(cfg, tmp_path):
+    stats = {"synthesized": True, "ceiling": {"layout-xla-random": {"train": 0.9, "valid": 0.75, "test": 0.5}}}
+    (tmp_path / "syn" / "stats.json").write_text(json.dumps(stats))
+    valid = Predictions()
+    valid["g1"] = [3.0, 1.0, 2.0, 4.0]
+    result = evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
+    assert result["ceiling"] == {"valid": 0.75}
+    on_disk = json.loads((tmp_path / "m/train_x/layout-xla-random.json").read_text())
+    assert on_disk["ceiling"] == {"valid": 0.75}
+    tile = Predictions()
+    tile["t1"] = [1.0, 2.0, 3.0]
+    assert "ceiling" not in evaluate_and_write(cfg, "train_x", TILE, {"valid": tile})   # no ceiling for tile-xla
+    cfg.data.kind = "tpugraphs"
+    cfg.data.root = str(tmp_path / "syn")
+    assert "ceiling" not in evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
 
 
 def test_rank_scatter_by_hand():

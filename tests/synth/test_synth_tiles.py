@@ -41,7 +41,7 @@ def test_working_set_beyond_on_chip_memory_spills():
 
 @pytest.fixture(scope="module")
 def settings():
-    cfg = compose(["data=synthetic_ci"])
+    cfg = compose(["data=synthetic_full", "data.generator.tile_configs=[8,48]"])   # the template builder
     return Settings.from_cfg(cfg.data.generator, cfg.synthesize)
 
 

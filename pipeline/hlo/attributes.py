@@ -1,0 +1,132 @@
+"""Decoding HLO instruction attributes (`window=`, `dim_labels=`, `slice=`, `padding=`, ...) into `HloNode` fields.
+
+Every decoder takes the raw attribute text and raises ValueError(what was expected) on anything else; the caller
+(`pipeline.hlo.lower`) turns that into an `HloParseError` naming the line.
+"""
+from __future__ import annotations
+
+import re
+
+from pipeline.hlo.graph import ConvDims, DotDims, Window
+from pipeline.hlo.text import Instruction, split_top
+
+# Attributes naming called computations, in the order XLA keeps them in `called_computations`.
+CALLED_KEYS = ("calls", "to_apply", "body", "condition", "select", "scatter", "true_computation",
+               "false_computation", "branch_computations", "called_computations")
+
+
+def int_list(value: str, what: str = "a list of integers {0,1,...}") -> tuple[int, ...]:
+    """'{0,1}' -> (0, 1); '{}' -> ()."""
+    text = value.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(what)
+    try:
+        return tuple(int(v) for v in split_top(text[1:-1]))
+    except ValueError:
+        raise ValueError(what) from None
+
+
+def _by_dim(text: str, sep: str, width: int, what: str) -> list[tuple[int, ...]]:
+    """'1_1x2_0' (sep '_', width 2) -> [(1, 1), (2, 0)]; a window field or a padding config."""
+    rows = []
+    for item in text.split("x"):
+        parts = item.split(sep) if sep else [item]
+        if len(parts) not in (width, width + 1) or not all(re.fullmatch(r"-?\d+", p) for p in parts):
+            raise ValueError(what)
+        rows.append(tuple(int(p) for p in parts))
+    return rows
+
+
+def window(value: str) -> Window:
+    """'{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1 rhs_reversal=0x0}' -> Window."""
+    what = "a window {size=AxB stride=... pad=lo_hixlo_hi lhs_dilate=... rhs_dilate=... rhs_reversal=...}"
+    text = value.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(what)
+    fields = dict(item.partition("=")[::2] for item in text[1:-1].split())
+    if not fields:
+        return Window((), (), (), ())
+    unknown = set(fields) - {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"}
+    if "size" not in fields or unknown:
+        raise ValueError(what)
+    size = [d[0] for d in _by_dim(fields["size"], "", 1, what)]
+    n = len(size)
+
+    def per_dim(key: str, default: int) -> tuple[int, ...]:
+        values = [d[0] for d in _by_dim(fields[key], "", 1, what)] if key in fields else [default] * n
+        if len(values) != n:
+            raise ValueError(what + f" ({key} has {len(values)} dims, size has {n})")
+        return tuple(values)
+
+    pads = _by_dim(fields["pad"], "_", 2, what) if "pad" in fields else [(0, 0)] * n
+    if len(pads) != n:
+        raise ValueError(what + f" (pad has {len(pads)} dims, size has {n})")
+    return Window(tuple(size), per_dim("stride", 1), tuple(p[0] for p in pads), tuple(p[1] for p in pads),
+                  per_dim("rhs_dilate", 1), per_dim("lhs_dilate", 1),
+                  tuple(bool(v) for v in per_dim("rhs_reversal", 0)))
+
+
+def conv_dims(value: str) -> ConvDims:
+    """'b01f_01io->b01f' -> ConvDims (spatial dimensions listed by their digit)."""
+    m = re.fullmatch(r"([bf\d]+)_([io\d]+)->([bf\d]+)", value.strip())
+    if not m:
+        raise ValueError("dim_labels like b01f_01io->b01f")
+    labels = []
+    for text, letters in zip(m.groups(), ("bf", "io", "bf")):
+        found = {ch: i for i, ch in enumerate(text) if not ch.isdigit()}
+        spatial = tuple(i for _, i in sorted((int(ch), i) for i, ch in enumerate(text) if ch.isdigit()))
+        if set(found) != set(letters) or len(text) != len(spatial) + 2:
+            raise ValueError("dim_labels like b01f_01io->b01f")
+        labels.append((found[letters[0]], found[letters[1]], spatial))
+    (ib, if_, isp), (ki, ko, ksp), (ob, of, osp) = labels
+    return ConvDims(ib, if_, isp, ki, ko, ksp, ob, of, osp)
+
+
+def dot_dims(attrs: dict[str, str], lhs_rank: int) -> DotDims:
+    """DotDims from lhs/rhs_contracting_dims and lhs/rhs_batch_dims."""
+    lhs_c, rhs_c = int_list(attrs.get("lhs_contracting_dims", "{}")), int_list(attrs.get("rhs_contracting_dims", "{}"))
+    lhs_b, rhs_b = int_list(attrs.get("lhs_batch_dims", "{}")), int_list(attrs.get("rhs_batch_dims", "{}"))
+    if len(lhs_c) != len(rhs_c) or len(lhs_b) != len(rhs_b):
+        raise ValueError("as many lhs as rhs contracting (and batch) dimensions")
+    first = (lhs_c[0], rhs_c[0]) if lhs_c else (max(lhs_rank - 1, 0), 0)
+    return DotDims(first[0], first[1], len(lhs_b), lhs_c, rhs_c, lhs_b, rhs_b)
+
+
+def slice_dims(value: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """'{[0:4], [2:8:2]}' -> (start, stride, limit)."""
+    what = "slice={[start:limit], [start:limit:stride], ...}"
+    text = value.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(what)
+    start, stride, limit = [], [], []
+    for item in split_top(text[1:-1]):
+        m = re.fullmatch(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]", item)
+        if not m:
+            raise ValueError(what)
+        start.append(int(m.group(1)))
+        limit.append(int(m.group(2)))
+        stride.append(int(m.group(3) or 1))
+    return tuple(start), tuple(stride), tuple(limit)
+
+
+def padding(value: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """'1_2x0_0' or with interior padding '1_2_1x0_0_0' -> (edge low, edge high)."""
+    if not value.strip():
+        return (), ()
+    rows = _by_dim(value.strip(), "_", 2, "padding=low_high[_interior]x...")
+    return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
+
+
+def called_computations(inst: Instruction) -> list[str]:
+    """Names of the computations `inst` calls, in XLA's order (while: body then condition)."""
+    names = []
+    for key in CALLED_KEYS:
+        if key not in inst.attrs:
+            continue
+        value = inst.attrs[key].strip()
+        items = split_top(value[1:-1]) if value.startswith("{") and value.endswith("}") else [value]
+        for item in items:
+            if not re.fullmatch(r"%?[A-Za-z_][\w.\-]*", item):
+                raise ValueError(f"{key}= a computation name or a list {{%a, %b}}")
+            names.append(item.lstrip("%"))
+    return names

@@ -1,0 +1,290 @@
+"""Reading XLA HLO module text into computations and instructions (no semantics beyond the syntax).
+
+Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names, `ENTRY main.8 {`), what
+`.compile().as_text()` and `XLA_FLAGS=--xla_dump_to=DIR` dumps print (`%` names, signatures, layouts with tiles
+`{1,0:T(8,128)}`, operands with or without their shapes, `/*index=5*/` comments, metadata, backend configs, and
+the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped).
+
+A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
+`<source>:<line>: expected <what>, found <what>`. Dynamic dimensions (`<=8`, `?`) are refused.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
+ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4", "u8", "u16", "u32", "u64",
+                           "f16", "f32", "f64", "bf16", "c64", "c128", "token", "opaque", "f4e2m1fn", "f8e3m4",
+                           "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz",
+                           "f8e8m0fnu"})
+METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+OPEN, CLOSE = "([{", ")]}"
+_NAME = r"%?([A-Za-z_][\w.\-]*)"
+_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
+_STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0-9]*\[)")
+_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
+_COMMENT = re.compile(r"/\*.*?\*/")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
+
+
+class HloParseError(ValueError):
+    """Malformed or unsupported HLO text; the message is one line naming the source and the line."""
+
+    def __init__(self, source: str, line: int, expected: str, found: str | None = None):
+        self.source, self.line = source, line
+        found_text = "" if found is None else f", found {found!r}" if len(found) <= 80 else f", found {found[:77]!r}..."
+        super().__init__(f"{source}:{line}: expected {expected}{found_text}")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An array shape (`element_type`, `dims`, `layout` minor-to-major or None when not written) or a tuple."""
+
+    element_type: str                       # "f32", "bf16", ..., or "tuple"
+    dims: tuple[int, ...] = ()
+    layout: tuple[int, ...] | None = None
+    tuple_shapes: tuple["Shape", ...] = ()
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.element_type == "tuple"
+
+
+@dataclass(frozen=True)
+class Instruction:
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...]               # operand instruction names, in order
+    attrs: dict[str, str] = field(hash=False)   # raw attribute text by key, e.g. {"dimensions": "{0,1}"}
+    payload: str = ""                       # text inside the parentheses of constant(...) / parameter(...)
+    is_root: bool = False
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Computation:
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool
+    line: int
+
+    @property
+    def root(self) -> Instruction:
+        """The ROOT instruction (the last one when none is marked, as XLA's parser does)."""
+        return next((i for i in self.instructions if i.is_root), self.instructions[-1])
+
+
+@dataclass(frozen=True)
+class HloModule:
+    name: str
+    source: str
+    computations: tuple[Computation, ...]
+    graphs: dict = field(default_factory=dict, compare=False, repr=False)   # built graphs (pipeline.hlo.lower)
+
+    @property
+    def entry(self) -> Computation:
+        """The ENTRY computation (the last one when none is marked)."""
+        return next((c for c in self.computations if c.is_entry), self.computations[-1])
+
+    def computation(self, name: str) -> Computation:
+        return next(c for c in self.computations if c.name == name)
+
+
+def _tokens(text: str):
+    """Yield (index, char, bracket depth after it) for each bracket and comma outside string literals."""
+    depth = 0
+    for m in _SIGNIFICANT.finditer(text):
+        ch = m.group()
+        if ch[0] == '"':
+            continue
+        depth += (ch in OPEN) - (ch in CLOSE)
+        yield m.start(), ch, depth
+
+
+def _is_open(text: str) -> bool:
+    """True while a bracket or a string of `text` is still open."""
+    bare = _STRING.sub("", text) if '"' in text else text
+    if '"' in bare:                                  # a string that never closes
+        return True
+    return sum(bare.count(c) for c in OPEN) > sum(bare.count(c) for c in CLOSE)
+
+
+def split_top(text: str) -> list[str]:
+    """Split at commas outside brackets and strings; pieces stripped, empty text gives []."""
+    parts, start = [], 0
+    for i, ch, depth in _tokens(text):
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    return parts + [last] if parts or last else []
+
+
+def closing(text: str, start: int) -> int:
+    """Index of the bracket closing the one at `start`, or -1."""
+    for i, ch, depth in _tokens(text[start:]):
+        if depth == 0 and ch in CLOSE:
+            return start + i
+    return -1
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    """The stripped pieces of `text` between consecutive cut positions (the cut characters excluded)."""
+    return [text[lo + 1:hi].strip() for lo, hi in zip(cuts, cuts[1:])]
+
+
+def _strip_comments(text: str) -> str:
+    """Remove /*...*/ comments outside strings (XLA writes /*index=5*/ in long operand and tuple lists)."""
+    if "/*" not in text:
+        return text
+    pieces = re.split(f"({_STRING.pattern})", text)
+    return "".join(p if k % 2 else _COMMENT.sub("", p) for k, p in enumerate(pieces))
+
+
+class _Reader:
+    """Parses one module text; `fail` raises HloParseError at a line."""
+
+    def __init__(self, text: str, source: str):
+        self.lines, self.source = text.splitlines(), source
+
+    def fail(self, line: int, expected: str, found: str | None = None) -> HloParseError:
+        return HloParseError(self.source, line, expected, found)
+
+    def shape(self, text: str, pos: int, line: int) -> tuple[Shape, int]:
+        """Parse a shape at text[pos:]; returns it and the position after it."""
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        if text.startswith("(", pos):
+            end = closing(text, pos)
+            if end < 0:
+                raise self.fail(line, "')' closing a tuple shape", text[pos:])
+            parts = split_top(text[pos + 1:end])
+            elements = tuple(self.shape(p, 0, line)[0] for p in parts)
+            return Shape("tuple", tuple_shapes=elements), end + 1
+        m = _ARRAY.match(text, pos)
+        if not m or m.group(1) not in ELEMENT_TYPES:
+            raise self.fail(line, "a shape such as f32[8,16]{1,0} or a tuple (...)", text[pos:pos + 40])
+        dims = []
+        for d in split_top(m.group(2)):
+            if d.startswith("<=") or d == "?":
+                raise self.fail(line, "static dimension sizes (dynamic shapes are not supported)", m.group(0))
+            if not d.isdigit():
+                raise self.fail(line, "a dimension size (a non-negative integer)", d)
+            dims.append(int(d))
+        pos, layout = m.end(), None
+        if text.startswith("{", pos):
+            end = closing(text, pos)
+            if end < 0:
+                raise self.fail(line, "'}' closing a layout", text[pos:])
+            minor = text[pos + 1:end].split(":")[0]
+            try:
+                layout = tuple(int(v) for v in split_top(minor))
+            except ValueError:
+                raise self.fail(line, "a layout {minor-to-major dims}", text[pos:end + 1]) from None
+            pos = end + 1
+        return Shape(m.group(1), tuple(dims), layout), pos
+
+    def instruction(self, text: str, line: int) -> Instruction:
+        m = _INSTRUCTION.match(text)
+        if not m:
+            raise self.fail(line, "an instruction 'NAME = SHAPE OPCODE(OPERANDS), ATTRS'", text.strip())
+        shape, pos = self.shape(text, m.end(), line)
+        op = _OPCODE.match(text, pos)
+        if not op:
+            raise self.fail(line, f"an opcode followed by '(' after the shape of {m.group(2)}", text[pos:].strip())
+        start = op.end() - 1
+        inner_cuts, outer_cuts, end = [start], [], -1   # one pass: operand commas, ')' and attribute commas
+        for i, ch, depth in _tokens(text[start:]):
+            if end >= 0:
+                if ch == "," and depth == 0:
+                    outer_cuts.append(start + i)
+            elif ch == "," and depth == 1:
+                inner_cuts.append(start + i)
+            elif depth == 0 and ch in CLOSE:
+                end = start + i
+        if end < 0:
+            raise self.fail(line, f"')' closing the operands of {m.group(2)}", text[start:].strip())
+        inner, rest = text[start + 1:end], text[end + 1:].strip()
+        opcode = op.group(1)
+        operands: tuple[str, ...] = ()
+        if opcode not in ("constant", "parameter") and inner.strip():
+            names = [p.rsplit(None, 1)[-1] for p in _pieces(text, inner_cuts + [end])]
+            bad = [n for n in names if not re.fullmatch(_NAME, n)]
+            if bad:
+                raise self.fail(line, f"operand names of {m.group(2)}", bad[0])
+            operands = tuple(n.lstrip("%") for n in names)
+        attrs = {}
+        if rest:
+            if not outer_cuts or text[end + 1:outer_cuts[0]].strip():
+                raise self.fail(line, f"',' before the attributes of {m.group(2)}", rest)
+            for item in _pieces(text, outer_cuts + [len(text)]):
+                key, eq, value = item.partition("=")
+                if not eq or not re.fullmatch(r"[A-Za-z_][\w\-]*", key.strip()):
+                    raise self.fail(line, f"an attribute 'key=value' of {m.group(2)}", item)
+                attrs[key.strip()] = value.strip()
+        return Instruction(m.group(2), opcode, shape, operands, attrs, inner.strip() if not operands else "",
+                           bool(m.group(1)), line)
+
+    def statements(self, start: int, name: str):
+        """Yield (line, text) of each statement of the computation opened on line `start`; ends after its '}'."""
+        i = start
+        while True:
+            i += 1
+            if i > len(self.lines):
+                raise self.fail(len(self.lines), f"'}}' closing computation {name} (the text ends inside it)")
+            raw = self.lines[i - 1].strip()
+            if not raw or raw.startswith("//"):
+                continue
+            if raw == "}":
+                self.pos = i
+                return
+            first, text = i, raw
+            while _is_open(text) or text.endswith(","):
+                i += 1
+                following = self.lines[i - 1].strip() if i <= len(self.lines) else None
+                if following is None or following == "}" or _STARTS_INSTRUCTION.match(following):
+                    raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
+                text += " " + following
+            yield first, _strip_comments(text)
+
+    def module(self) -> HloModule:
+        numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines) if line.strip()]
+        if not numbered or not numbered[0][1].startswith("HloModule"):
+            first = numbered[0] if numbered else (1, "")
+            raise self.fail(first[0], "'HloModule NAME, ...' as the first line", first[1])
+        header = numbered[0][1].split(None, 1)
+        if len(header) < 2:
+            raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
+        name = header[1].split(",")[0].strip()
+        computations, self.pos, in_block = [], numbered[0][0], False
+        while self.pos < len(self.lines):
+            self.pos += 1
+            line = self.lines[self.pos - 1].strip()
+            if not line or line.startswith("//"):
+                in_block = False
+                continue
+            if line in METADATA_BLOCKS or (in_block and re.match(r"\d+\s", line)):
+                in_block = True
+                continue
+            in_block = False
+            m = _HEADER.match(line)
+            if not m:
+                raise self.fail(self.pos, "a computation header 'NAME {' or 'ENTRY NAME (...) -> SHAPE {'", line)
+            start = self.pos
+            body = tuple(self.instruction(text, k) for k, text in self.statements(start, m.group(2)))
+            if not body:
+                raise self.fail(start, f"at least one instruction in computation {m.group(2)}")
+            computations.append(Computation(m.group(2), body, bool(m.group(1)), start))
+        if not computations:
+            raise self.fail(len(self.lines), "at least one computation after the HloModule line")
+        return HloModule(name, self.source, tuple(computations))
+
+
+def parse_text(text: str, source: str = "<text>") -> HloModule:
+    """Parse HLO module text (syntax only); raises HloParseError naming `source` and the line."""
+    return _Reader(text, source).module()

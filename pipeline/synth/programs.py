@@ -1,0 +1,197 @@
+"""Build the dataset from the program zoo: real JAX training steps, featurised, costed by the TPU cost model.
+
+Per program of `pipeline.zoo.registry.programs` (source, split, family, size):
+- layout (both searches of its source): the lowered module's layout graph (`pipeline.hlo.featurize`), configs of
+  the `random` / `default` search, runtimes = layout cost model x measurement noise;
+- tile (the first `tile_programs[split]` xla programs of a split): `tile_kernels_per_program` distinct fused
+  kernels of the CPU-compiled module (the largest of a random draw of fusions), tile
+  configs, runtimes = tile cost model x noise, normalizers = the compiler default's runtime re-measured per row.
+Every graph also gets its ceiling: the official metric of ranking its configs by the noise-free cost model
+against the measured runtimes (Kendall tau for layout, the tile score for tile); the collection's ceiling per
+split is the mean over its graphs, stored in stats.json. Randomness is keyed per (what, collection, split,
+program) as in `pipeline.synth.dataset`, so a seed gives a byte-identical dataset.
+"""
+from __future__ import annotations
+
+import shutil
+from math import prod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.costmodel.noise import measure
+from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
+from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
+from pipeline.hlo.featurize import (HloModule, LayoutProgram, TileProgram, TileSearch, fusions, layout_program,
+                                    parse_module, tile_configs)
+from pipeline.hlo.kernel import tile_kernel
+from pipeline.hlo.lower import build_graph
+from pipeline.hlo.node_features import node_feat_matrix
+from pipeline.scoring.metrics import kendall_tau, tile_score
+from pipeline.synth import writer
+from pipeline.synth.dataset import graph_rng, log_uniform, publish, stats_row
+from pipeline.synth.tiles import default_config
+from pipeline.tpugraphs.dataset import SPLITS, Collection
+from pipeline.zoo.common import compiled_text, lowered_text
+from pipeline.zoo.registry import ZooProgram, programs
+
+MIN_TILE_CONFIGS = 2          # a kernel with fewer distinct tilings has nothing to rank
+KERNEL_CANDIDATES = 4         # fusions built per kernel kept (the largest distinct ones are kept)
+
+
+@dataclass(frozen=True)
+class ProgramSettings:
+    """The preset (`data.generator`, builder `programs`) and the model constants (`synthesize`)."""
+
+    seed: int
+    programs: Mapping          # {source: {split: count}}
+    sizes: Mapping             # {"train"|"test": size grid}
+    layout_configs: tuple[int, int]
+    test_configs: tuple[int, int]
+    max_config_nodes: int
+    tile_configs: tuple[int, int]
+    tile_programs: Mapping     # {split: count}: the first xla programs of a split compiled for tile kernels
+    tile_kernels_per_program: int
+    noise: float
+    normalizer_noise: float
+    chunk_configs: int
+    search: SearchParams
+    layout_cost: LayoutCostParams
+    tile_search: TileSearch
+
+    @classmethod
+    def from_cfg(cls, generator: Mapping, synthesize: Mapping) -> "ProgramSettings":
+        g, s = generator, synthesize
+        return cls(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
+                   {k: {kk: list(vv) for kk, vv in v.items()} for k, v in g["sizes"].items()},
+                   tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
+                   tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
+                   float(s["noise"]),
+                   float(s["normalizer_noise"]), int(s["chunk_configs"]), SearchParams.from_cfg(s["search"]),
+                   LayoutCostParams.from_cfg(s["layout_cost"]),
+                   TileSearch(tuple(s["tile_search"]["min_tile"]), TileCostParams.from_cfg(s["tile_cost"])))
+
+
+def layout_graph_of(program: ZooProgram) -> LayoutProgram:
+    return layout_program(parse_module(lowered_text(program.spec, program.size), f"{program.name} (lowered)"))
+
+
+def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram, layout: LayoutProgram,
+                 out: Path) -> tuple[dict, float]:
+    """Configs, runtimes and the npz (and truth on test) of one program; returns (stats row, ceiling)."""
+    split = program.split
+    rng = graph_rng(s.seed, "layout-configs", collection.slug, split, program.name)
+    ids = layout.config_node_ids
+    if len(ids) > s.max_config_nodes:
+        ids = np.sort(rng.choice(ids, size=s.max_config_nodes, replace=False))
+    specs = block_specs(layout.graph, ids)
+    model = LayoutCostModel(layout.graph, ids, s.layout_cost)
+    n_configs = log_uniform(rng, s.test_configs if split == "test" else s.layout_configs)
+    default_prob = float(rng.uniform(*s.search.default_block_prob))
+    stem = writer.hex_stem(rng, 32) if split == "test" else program.name
+    runtimes: list[np.ndarray] = []
+    clean: list[np.ndarray] = []
+
+    def chunks():
+        for start in range(0, n_configs, s.chunk_configs):
+            rows = min(s.chunk_configs, n_configs - start)
+            feat = sample_layout_configs(specs, rows, collection.search, s.search, default_prob, rng)
+            clean.append(model.runtime_ns(feat))
+            runtimes.append(measure(clean[-1], s.noise, rng))
+            yield feat.astype(np.float32)   # [rows, NC, 18]
+
+    arrays = {"node_feat": layout.node_feat, "node_opcode": layout.node_opcode, "edge_index": layout.edge_index}
+    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+    runtime = writer.write_layout_file(path, arrays, ids, layout.node_splits, n_configs, chunks(), runtimes,
+                                       test=split == "test")
+    if split == "test":
+        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
+    ceiling = kendall_tau(np.concatenate(clean), runtime)
+    return stats_row(len(layout.graph), len(layout.edge_index), n_configs), ceiling
+
+
+def largest_kernels(kernels: list[TileProgram], count: int) -> list[TileProgram]:
+    """The `count` distinct kernels (by TileKernel) with the largest outputs (most tilings), in given order."""
+    first: dict = {}
+    for i, program in enumerate(kernels):
+        first.setdefault(program.kernel, i)
+    by_size = sorted(first.values(), key=lambda i: (-prod(kernels[i].kernel.out_shape), i))
+    return [kernels[i] for i in sorted(by_size[:count])]
+
+
+def sample_kernels(module: HloModule, count: int, rng: np.random.Generator) -> list[TileProgram]:
+    """`count` kernels: KERNEL_CANDIDATES x count fusions drawn at random, the largest distinct ones kept."""
+    found = fusions(module)
+    drawn = np.sort(rng.choice(len(found), size=min(len(found), KERNEL_CANDIDATES * count), replace=False))
+    kernels = []
+    for fusion, computation in (found[int(i)] for i in drawn):
+        graph = build_graph(module, root=computation)
+        kernels.append(TileProgram(f"{module.name}.{fusion}", graph, tile_kernel(graph), node_feat_matrix(graph),
+                                   graph.opcodes(), graph.edge_index()))
+    return largest_kernels(kernels, count)
+
+
+def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram, out: Path) -> list[tuple[dict, float]]:
+    """The largest kernels of the compiled program; a (stats row, ceiling) per kernel written."""
+    module = parse_module(compiled_text(program.spec, program.size), f"{program.name} (compiled)")
+    rng = graph_rng(s.seed, "tile-kernels", program.split, program.name)
+    rows = []
+    for k, kernel in enumerate(sample_kernels(module, s.tile_kernels_per_program, rng)):
+        rng = graph_rng(s.seed, "tile-configs", program.split, program.name, int(k))
+        config_feat = tile_configs(kernel, log_uniform(rng, s.tile_configs), s.tile_search, rng)
+        if len(config_feat) < MIN_TILE_CONFIGS:
+            continue
+        cost = s.tile_search.cost
+        clean = tile_runtime_ns(kernel.kernel, config_feat, cost)
+        runtime = writer.to_runtime_ns(measure(clean, s.noise, rng))
+        default_ns = tile_runtime_ns(kernel.kernel, default_config(kernel.kernel, cost).reshape(1, -1), cost)  # [1]
+        normalizers = writer.to_runtime_ns(measure(np.repeat(default_ns, len(runtime)), s.normalizer_noise, rng))
+        split = program.split
+        stem = writer.hex_stem(rng, 32) if split == "test" else f"{program.name}_{writer.hex_stem(rng, 16)}"
+        arrays = {"node_feat": kernel.node_feat, "node_opcode": kernel.node_opcode, "edge_index": kernel.edge_index}
+        path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+        writer.write_tile_file(path, arrays, config_feat, runtime, normalizers, test=split == "test")
+        if split == "test":
+            writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime, normalizers)
+        rows.append((stats_row(len(kernel.graph), len(kernel.edge_index), len(runtime)),
+                     tile_score(clean, runtime / normalizers)))
+    return rows
+
+
+def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progress: bool = True) -> dict:
+    """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict."""
+    out = Path(out_dir)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    parsed = [Collection.parse(c) for c in collections]
+    listed = programs(s.programs, s.sizes, s.seed)
+    stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
+    scores: dict[str, dict[str, list[float]]] = {c.slug: {split: [] for split in SPLITS} for c in parsed}
+
+    def add(c: Collection, split: str, row: dict, ceiling: float) -> None:
+        for key, value in row.items():
+            stats[c.slug][split][key] += value
+        scores[c.slug][split].append(ceiling)
+
+    tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
+             [:int(s.tile_programs.get(split, 0))]}
+    for program in tqdm(listed, desc="synthesize", unit="program", disable=not progress):
+        mine = [c for c in parsed if c.source == program.source and (c.kind == "layout" or program in tiled)]
+        layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
+        for c in mine:
+            if c.kind == "layout":
+                add(c, program.split, *write_layout(s, c, program, layout, tmp))
+            else:
+                for row, ceiling in write_tiles(s, c, program, tmp):
+                    add(c, program.split, row, ceiling)
+    ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
+    summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
+               "collections": stats, "ceiling": ceiling,
+               "programs": [{"name": p.name, "source": p.source, "family": p.family, "split": p.split}
+                            for p in listed]}
+    publish(tmp, out, parsed, summary)
+    return summary

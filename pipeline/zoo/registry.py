@@ -1,0 +1,79 @@
+"""The zoo's registry: every family by name, and the programs of a dataset with their source, family and size.
+
+Sources follow TpuGraphs: `nlp` programs are Transformer encoders and decoders, `xla` programs mix every family.
+Programs are drawn per (source, split) from a size grid: train and valid from the `train` grid, test from the
+`test` grid, whose batches, widths and depths are larger, so test programs differ from train ones in size, not
+only in random draws. Families are taken round-robin so every family appears in every large enough split.
+"""
+from __future__ import annotations
+
+import itertools
+import zlib
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from pipeline.zoo import cnn, recurrent, transformer
+from pipeline.zoo.common import Family, Size
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (*cnn.FAMILIES, *transformer.FAMILIES, *recurrent.FAMILIES)}
+SOURCES: dict[str, tuple[str, ...]] = {"xla": tuple(FAMILIES), "nlp": ("transformer_encoder", "transformer_decoder")}
+SIZE_KEYS = ("batch", "width", "depth", "extent", "dtype")
+SPLIT_GRID = {"train": "train", "valid": "train", "test": "test"}
+
+
+@dataclass(frozen=True)
+class ZooProgram:
+    """One training-step program of the dataset."""
+
+    name: str
+    source: str          # "xla" | "nlp"
+    family: str
+    split: str           # "train" | "valid" | "test"
+    size: Size
+
+    @property
+    def spec(self) -> Family:
+        return FAMILIES[self.family]
+
+
+def program_name(family: str, size: Size) -> str:
+    return f"{family}_{size.dtype}_b{size.batch}_w{size.width}_d{size.depth}_e{size.extent}"
+
+
+def grid_sizes(grid: Mapping) -> list[Size]:
+    """Every Size of a grid {batch: [...], width: [...], depth: [...], extent: [...], dtype: [...]}."""
+    missing = [k for k in SIZE_KEYS if k not in grid]
+    if missing:
+        raise KeyError(f"data.generator.sizes: grid lacks {missing}; expected keys {list(SIZE_KEYS)}")
+    values = [list(grid[k]) for k in SIZE_KEYS]
+    return [Size(int(b), int(w), int(d), int(e), str(t)) for b, w, d, e, t in itertools.product(*values)]
+
+
+def _rng(seed: int, *key: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, *(zlib.crc32(k.encode()) for k in key)]))
+
+
+def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
+    """The dataset's programs: counts {source: {split: n}}, grids {"train"|"test": size grid}.
+
+    Names are unique within a (source, split); a split asking for more programs than its grid holds raises.
+    """
+    out = []
+    for source, per_split in counts.items():
+        if source not in SOURCES:
+            raise KeyError(f"data.generator.programs: unknown source {source!r}; expected {list(SOURCES)}")
+        families = SOURCES[source]
+        for split, n in per_split.items():
+            rng = _rng(seed, "programs", source, split)
+            pool = {f: [s for s in grid_sizes(grids[SPLIT_GRID[split]])] for f in families}
+            start = int(rng.integers(len(families)))
+            for i in range(int(n)):
+                family = families[(start + i) % len(families)]
+                if not pool[family]:
+                    raise ValueError(f"data.generator: {source}/{split} asks for {n} programs, more than the "
+                                     f"{SPLIT_GRID[split]} grid holds for {family}")
+                size = pool[family].pop(int(rng.integers(len(pool[family]))))
+                out.append(ZooProgram(program_name(family, size), source, family, split, size))
+    return out

@@ -1,0 +1,180 @@
+"""HLO text -> HloGraph on hand-written modules: node order, edges, node_splits, roots, features, errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.hlo import opcodes as op
+from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.hlo.text import HloParseError
+
+# The style `jax.jit(f).lower(...).as_text(dialect="hlo")` prints: bare names, no signatures.
+LOWERED = """HloModule tiny, entry_computation_layout={(f32[2,4]{1,0}, f32[4,3]{1,0})->f32[2]{0}}
+
+add_region {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[2,4]{1,0} parameter(0)
+  w = f32[4,3]{1,0} parameter(1)
+  d = f32[2,3]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  m = f32[2,3]{1,0} multiply(d, d)
+  zero = f32[] constant(0)
+  ROOT r = f32[2]{0} reduce(m, zero), dimensions={1}, to_apply=add_region
+}
+"""
+
+# The style `.compile().as_text()` prints: % names, operand shapes, tiled layouts, metadata blocks, comments.
+COMPILED = """HloModule jit_g, is_scheduled=true, entry_computation_layout={(f32[8,16]{1,0})->(f32[8,16]{0,1}, s32[])}
+
+FileNames
+1 "/tmp/g.py"
+
+FunctionNames
+1 "g"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=0}
+
+%fused_computation (param_0: f32[8,16]) -> f32[8,16] {
+  %param_0 = f32[8,16]{1,0} parameter(0)
+  %constant.1 = f32[] constant(2)
+  %broadcast.1 = f32[8,16]{1,0} broadcast(f32[] %constant.1), dimensions={}
+  ROOT %multiply.1 = f32[8,16]{1,0} multiply(f32[8,16]{1,0} %param_0, f32[8,16]{1,0} %broadcast.1), metadata={op_name="jit(g)/mul, \\"x\\"" stack_frame_id=1}
+}
+
+%while_body (state: (s32[], f32[8,16])) -> (s32[], f32[8,16]) {
+  %state = (s32[], f32[8,16]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element((s32[], f32[8,16]{1,0}) %state), index=0
+  %v = f32[8,16]{1,0} get-tuple-element(%state), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %fusion = f32[8,16]{1,0} fusion(%v), kind=kLoop, calls=%fused_computation
+  ROOT %out = (s32[], f32[8,16]{1,0}) tuple(%next, %fusion)
+}
+
+%cond_computation (state.1: (s32[], f32[8,16])) -> pred[] {
+  %state.1 = (s32[], f32[8,16]{1,0}) parameter(0)
+  %i.1 = s32[] get-tuple-element(%state.1), index=0
+  %three = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i.1, %three), direction=LT
+}
+
+ENTRY %main.9 (x: f32[8,16]) -> (f32[8,16], s32[]) {
+  %x = f32[8,16]{1,0:T(8,128)} parameter(0), metadata={op_name="x"}
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,16]{1,0}) tuple(%zero, %x)
+  %loop = (s32[], f32[8,16]{1,0}) while(%init), condition=%cond_computation, body=%while_body,
+      backend_config={"known_trip_count":{"n":"3"}}
+  %v.1 = f32[8,16]{0,1} get-tuple-element(%loop), index=1
+  %n = s32[] get-tuple-element(%loop), index=0
+  ROOT %res = (f32[8,16]{0,1}, /*index=1*/s32[]) tuple(%v.1, /*index=1*/%n)
+}
+"""
+
+
+def names(graph):
+    return [n.name for n in graph.nodes]
+
+
+def test_lowered_module_nodes_edges_and_configurable_nodes():
+    program = layout_program(parse_module(LOWERED, "tiny.hlo"))
+    assert names(program.graph) == ["a", "b", "s", "x", "w", "d", "m", "zero", "r"]   # callees first
+    assert program.node_opcode.tolist() == [op.PARAMETER, op.PARAMETER, op.ADD, op.PARAMETER, op.PARAMETER, op.DOT,
+                                            op.MULTIPLY, op.CONSTANT, op.REDUCE]
+    # distinct operands in operand order, then the root of the called computation (reduce -> s)
+    assert program.edge_index.tolist() == [[2, 0], [2, 1], [5, 3], [5, 4], [6, 5], [8, 6], [8, 7], [8, 2]]
+    assert program.node_splits.tolist() == [0, 9]
+    assert program.config_node_ids.tolist() == [5]                                 # the dot
+    feat = program.node_feat
+    assert np.flatnonzero(feat[:, 0]).tolist() == [2, 8]                           # root of each computation
+    x, w, zero, r = feat[3], feat[4], feat[7], feat[8]
+    assert x[13] == 1 and x[2:21].sum() == 1                                       # f32 one-hot
+    assert x[21:29].tolist() == [2, 4, 0, 0, 0, 0, 6, 8] and x[30] == 0 and w[30] == 1
+    assert x[134:140].tolist() == [1, 0, 0, 0, 0, 0]
+    assert zero[21:29].tolist() == [0] * 6 + [0, 1]                                # scalar: sum 0, product 1
+    assert r[31:37].tolist() == [1, 0, 0, 0, 0, 0]                                 # reduce dimensions={1}
+    assert feat[5][44] == 1 and feat[5][43] == 0                                   # no window: product 1
+
+
+def test_compiled_module_inlines_called_computations():
+    program = layout_program(parse_module(COMPILED, "g.hlo"))
+    assert names(program.graph) == ["param_0", "constant.1", "broadcast.1", "multiply.1",
+                                    "state", "i", "v", "one", "next", "fusion", "out",
+                                    "state.1", "i.1", "three", "lt",
+                                    "x", "zero", "init", "loop", "v.1", "n", "res"]
+    edges = [tuple(e) for e in program.edge_index.tolist()]
+    assert (9, 6) in edges and (9, 3) in edges                                     # fusion -> operand, fused root
+    assert edges[edges.index((18, 17)):edges.index((18, 17)) + 3] == [(18, 17), (18, 10), (18, 14)]  # body, cond
+    assert edges[-2:] == [(21, 19), (21, 20)]
+    assert len(edges) == len(set(edges))
+    # official rule: a split after every computation named *cluster*/*while*/*cond*, then the node count
+    assert program.node_splits.tolist() == [0, 11, 15, 22]
+    feat = program.node_feat
+    assert np.flatnonzero(feat[:, 0]).tolist() == [3, 10, 14, 21]
+    res, loop, v1, x = feat[21], feat[18], feat[19], feat[15]
+    assert res[18] == 1 and res[29] == 2 and res[21:29].tolist() == [0] * 6 + [0, 1]   # tuple of 2
+    assert loop[18] == 1 and loop[29] == 2
+    assert v1[134:136].tolist() == [0, 1] and x[134:136].tolist() == [1, 0]       # layouts as written
+    assert feat[14][3] == 1                                                        # pred one-hot
+    assert program.config_node_ids.tolist() == []
+
+
+def test_forward_references_are_reordered_topologically():
+    text = LOWERED.replace("  d = f32[2,3]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n", "")
+    text = text.replace("  ROOT r =", "  d = f32[2,3]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+                                     "rhs_contracting_dims={0}\n  ROOT r =")
+    assert names(layout_program(parse_module(text)).graph) == ["a", "b", "s", "x", "w", "d", "m", "zero", "r"]
+
+
+def test_entry_first_still_orders_callees_first():
+    entry = LOWERED[LOWERED.index("ENTRY"):]
+    region = LOWERED[LOWERED.index("add_region"):LOWERED.index("ENTRY")]
+    text = LOWERED[:LOWERED.index("add_region")] + entry + "\n" + region
+    assert names(layout_program(parse_module(text)).graph)[:3] == ["a", "b", "s"]
+
+
+@pytest.mark.parametrize("old, new, line, expected", [
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} erf(d)", 13, "an opcode of the official TpuGraphs list"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[<=2,3]{1,0} multiply(d, d)", 13, "static dimension sizes"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[?,3]{1,0} multiply(d, d)", 13, "static dimension sizes"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} multiply(d, q)", 13, "operands defined in computation"),
+    ("to_apply=add_region", "to_apply=nowhere", 15, "a computation defined in the module"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} multiply(d, d", 13, "a complete instruction"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0}", 13, "an opcode followed by '('"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = q32[2,3]{1,0} multiply(d, d)", 13, "a shape"),
+    ("dimensions={1}", "dimensions={one}", 15, "a list of integers"),
+    ("HloModule tiny", "Module tiny", 1, "'HloModule NAME, ...' as the first line"),
+])
+def test_errors_name_the_source_and_line(old, new, line, expected):
+    assert old in LOWERED
+    with pytest.raises(HloParseError) as err:
+        parse_module(LOWERED.replace(old, new), "prog.hlo.txt")
+    message = str(err.value)
+    assert message.startswith(f"prog.hlo.txt:{line}: expected {expected}") and "\n" not in message
+    assert err.value.line == line
+
+
+def test_truncated_text_is_refused_at_its_end():
+    cut = COMPILED[:COMPILED.index("  %v.1 =")]
+    with pytest.raises(HloParseError, match=r"^g.hlo:\d+: expected '}' closing computation main.9") as err:
+        parse_module(cut, "g.hlo")
+    assert err.value.line == len(cut.splitlines())
+    with pytest.raises(HloParseError, match="a complete instruction"):
+        parse_module(COMPILED[:COMPILED.index("backend_config") + 20], "g.hlo")
+
+
+def test_long_chains_and_cycles():
+    lines = ["HloModule deep", "ENTRY main {", "  x0 = f32[8]{0} parameter(0)"]
+    lines += [f"  x{i} = f32[8]{{0}} negate(x{i - 1})" for i in range(1, 3000)]   # deeper than Python's recursion
+    program = layout_program(parse_module("\n".join(lines + ["}"])))
+    assert len(program.graph) == 3000 and program.edge_index[-1].tolist() == [2999, 2998]
+    assert program.node_feat[-1, 0] == 1                                        # no ROOT: the last instruction
+    with pytest.raises(HloParseError, match=r"^cyc:3: expected an acyclic computation \(a depends on itself\)"):
+        parse_module("HloModule c\nENTRY m {\n  a = f32[] negate(b)\n  ROOT b = f32[] negate(a)\n}\n", "cyc")

@@ -1,0 +1,48 @@
+"""The registry: at least 8 families, both sources, test programs larger than train programs."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline.zoo.registry import FAMILIES, SOURCES, grid_sizes, programs
+
+GRIDS = {"train": {"batch": [2, 4], "width": [16, 32], "depth": [1, 2], "extent": [16], "dtype": ["f32", "bf16"]},
+         "test": {"batch": [8], "width": [64], "depth": [3], "extent": [16], "dtype": ["f32", "bf16"]}}
+COUNTS = {"xla": {"train": 22, "valid": 11, "test": 11}, "nlp": {"train": 4, "valid": 2, "test": 2}}
+
+
+def test_registry_covers_families_and_sources():
+    assert len(FAMILIES) >= 8
+    assert set(SOURCES) == {"xla", "nlp"}
+    assert set(SOURCES["xla"]) == set(FAMILIES)
+    assert set(SOURCES["nlp"]) == {"transformer_encoder", "transformer_decoder"}
+    listed = programs(COUNTS, GRIDS, seed=0)
+    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
+    assert {p.source for p in listed} == {"xla", "nlp"}
+    assert {p.size.dtype for p in listed} == {"f32", "bf16"}
+
+
+def test_test_programs_are_larger_than_train_programs():
+    listed = programs(COUNTS, GRIDS, seed=0)
+    train = [p.size for p in listed if p.split in ("train", "valid")]
+    test = [p.size for p in listed if p.split == "test"]
+    for key in ("batch", "width", "depth"):
+        assert min(getattr(s, key) for s in test) > max(getattr(s, key) for s in train), key
+
+
+def test_names_unique_per_split_and_deterministic():
+    a, b = programs(COUNTS, GRIDS, seed=0), programs(COUNTS, GRIDS, seed=0)
+    assert a == b and programs(COUNTS, GRIDS, seed=1) != a
+    for source in COUNTS:
+        for split in ("train", "valid", "test"):
+            names = [p.name for p in a if p.source == source and p.split == split]
+            assert len(names) == len(set(names)) == COUNTS[source][split]
+
+
+def test_grid_and_counts_errors_name_the_key():
+    assert len(grid_sizes(GRIDS["train"])) == 16
+    with pytest.raises(KeyError, match="extent"):
+        grid_sizes({k: v for k, v in GRIDS["train"].items() if k != "extent"})
+    with pytest.raises(ValueError, match="more than"):
+        programs({"nlp": {"test": 5}}, GRIDS, seed=0)
+    with pytest.raises(KeyError, match="source"):
+        programs({"vision": {"train": 1}}, GRIDS, seed=0)
