@@ -33,6 +33,7 @@ from pipeline.synth import writer
 from pipeline.synth.dataset import graph_rng
 from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
 from pipeline.tpugraphs.schema import LABELLED_SPLITS
+from pipeline.tpugraphs.schema import NPZ_SUBDIR
 
 TEST_SPLIT = "test"
 STEM_SUFFIXES = (".txt", ".hlo", ".pbtxt")
@@ -162,7 +163,7 @@ def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) ->
             folder = source / collection.subdir / split
             if not folder.is_dir():
                 raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
-            final = out / writer.NPZ_SUBDIR / collection.subdir / split
+            final = out / NPZ_SUBDIR / collection.subdir / split
             staged = final.with_name(split + STAGING)
             _remove(staged)
             staged.mkdir(parents=True)
@@ -182,7 +183,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
     if train_from is not None and out.resolve() == Path(train_from).resolve():
         raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
     programs = read_programs([Path(p) for p in paths])
-    folders = {c.slug: out / writer.NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
+    folders = {c.slug: out / NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
     for folder in folders.values():
         _remove(folder)
         folder.mkdir(parents=True)
@@ -191,12 +192,18 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
         for c in s.collections:
             write = write_tiles if c.kind == "tile" else write_layout
             counts[c.slug] += write(module, stem, c, s, folders[c.slug])
-    for c in s.collections:
+    written = [c for c in s.collections if counts[c.slug]]
+    for c in written:
         validate_folder(folders[c.slug], c)
-    for c in s.collections:
-        _swap_in(folders[c.slug], folders[c.slug].with_name(TEST_SPLIT))
+    for c in s.collections:                     # a collection without graphs gets no folder (an empty split is
+        final = folders[c.slug].with_name(TEST_SPLIT)   # refused by the data layer), old files of a rerun go too
+        if counts[c.slug]:
+            _swap_in(folders[c.slug], final)
+        else:
+            _remove(folders[c.slug])
+            _remove(final)
     if train_from is not None:
-        link_train_from(train_from, out, s.collections)
+        link_train_from(train_from, out, written)
     return counts
 
 
@@ -217,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         counts = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:
         raise SystemExit(f"featurize: {err}") from None
-    print(f"wrote {args.out / writer.NPZ_SUBDIR} (test split): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print(f"wrote {args.out / NPZ_SUBDIR} (test split): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for slug, count in counts.items():
         if count == 0:
             print(f"  {slug}: no graph (layout needs a convolution, dot or reshape; tile needs fused kernels, "

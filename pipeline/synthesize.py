@@ -20,6 +20,7 @@ from pipeline.config import stage_args
 from pipeline.synth import writer
 from pipeline.synth import programs
 from pipeline.synth.dataset import Settings, synthesize
+from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
 
@@ -32,7 +33,7 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
                    "note": f"data.kind={cfg.data.kind}: nothing synthesized; the pipeline reads data.root"}
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        writer.write_stats(tmp / writer.STATS_FILE, summary)
+        writer.write_stats(tmp / STATS_FILE, summary)
         shutil.rmtree(out, ignore_errors=True)   # the stage's own output folder: nothing stale stays behind
         tmp.rename(out)
         return summary

@@ -120,7 +120,7 @@ def test_check_refuses_a_csv_missing_a_collection_and_notes_official_counts(tmp_
                  "data.collections=[tile-xla,layout-xla-random]"])            # valid: exits normally, with notes
     out = capsys.readouterr()
     assert "valid submission" in out.out and "note: layout:xla:random: 1 rows; the official test set has 8" in out.err
-    synthetic = compose(["data=synthetic_ci", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]"])
+    synthetic = compose(["data=programs_ci", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]"])
     assert check_notes(csv, synthetic) == []                                   # only data=tpugraphs is compared
 
 

@@ -170,7 +170,7 @@ def dataset(tmp_path_factory):
             layout["config_runtime"][:] = 0
         write(root / "npz/tile/xla" / split / f"t_{split}.npz", tile, False)
         write(root / "npz/layout/xla/random" / split / f"l_{split}.npz", layout, False)
-    cfg = compose(["data=synthetic_ci", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]",
+    cfg = compose(["data=programs_ci", f"data.root={root}", "data.collections=[tile-xla,layout-xla-random]",
                    "submit.tile_top_k=2"])
     return root, cfg, "ID,TopConfigs\ntile:xla:t_test,2;0\nlayout:xla:random:l_test,3;1;0;2\n"
 

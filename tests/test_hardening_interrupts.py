@@ -25,7 +25,7 @@ def test_stale_temp_of_a_killed_run_is_removed(tmp_path):
     root = tile_tree(tmp_path / "data")
     stale = tmp_path / "pruned" / f"{SLUG}.tmp"
     (stale / "train" / "half_written").mkdir(parents=True)
-    prune_collection(root, SLUG, tmp_path / "pruned", PruneParams.from_cfg(compose(["data=synthetic_ci"]).prune))
+    prune_collection(root, SLUG, tmp_path / "pruned", PruneParams.from_cfg(compose(["data=programs_ci"]).prune))
     assert not stale.exists() and (tmp_path / "pruned" / SLUG / "index.csv").exists()
 
 
@@ -36,7 +36,7 @@ def test_sigterm_mid_prune_removes_the_temp_folder(tmp_path):
         import time
         from pipeline import prune
         prune.prune_file = lambda *args: time.sleep(120)          # a graph that takes long
-        prune.main(["--collection", "{SLUG}", "data=synthetic_ci", "data.root={root}", "paths.pruned_dir={pruned}",
+        prune.main(["--collection", "{SLUG}", "data=programs_ci", "data.root={root}", "paths.pruned_dir={pruned}",
                     "paths.metrics_dir={tmp_path / 'metrics'}"])
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=subprocess.PIPE, text=True)

@@ -20,11 +20,10 @@ from omegaconf import DictConfig
 
 from pipeline.files import write_csv, write_json
 from pipeline.scoring import metrics
-from pipeline.synth.writer import STATS_FILE
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
+from pipeline.tpugraphs.schema import STATS_FILE, TRUTH_SUBDIR
 
-TRUTH_SUBDIR = "truth"
 
 
 def target_runtimes(runtime: np.ndarray, normalizers: np.ndarray | None, kind: str, where: str) -> np.ndarray:

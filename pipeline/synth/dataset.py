@@ -25,6 +25,7 @@ from pipeline.synth.templates import TEMPLATES
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.synth.tiles import benchmark_name, default_config, sample_tile_configs, tile_graph
 from pipeline.tpugraphs.dataset import SPLITS, Collection
+from pipeline.tpugraphs.schema import NPZ_SUBDIR, STATS_FILE, TRUTH_SUBDIR
 
 TILE_GRAPHS_PER_BENCHMARK = 6
 
@@ -102,11 +103,11 @@ def write_layout_graph(s: Settings, collection: Collection, split: str, index: i
             yield feat.astype(np.float32)   # [rows, NC, 18]
 
     arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
-    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+    path = out / NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
     runtime = writer.write_layout_file(path, arrays, ids, graph.node_splits(), n_configs, chunks(), runtimes,
                                        test=split == "test")
     if split == "test":
-        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
+        writer.write_truth(out / TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
     return stats_row(len(graph), len(arrays["edge_index"]), n_configs)
 
 
@@ -143,10 +144,10 @@ def write_tile_graph(s: Settings, collection: Collection, split: str, index: int
     ex = tile_example(s, split, index)
     graph = ex.graph
     arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
-    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{ex.stem}.npz"
+    path = out / NPZ_SUBDIR / collection.subdir / split / f"{ex.stem}.npz"
     writer.write_tile_file(path, arrays, ex.config_feat, ex.runtime, ex.normalizers, test=split == "test")
     if split == "test":
-        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{ex.stem}.npz", ex.runtime,
+        writer.write_truth(out / TRUTH_SUBDIR / collection.slug / f"{ex.stem}.npz", ex.runtime,
                            ex.normalizers)
     return stats_row(len(graph), len(arrays["edge_index"]), len(ex.runtime))
 
@@ -193,7 +194,7 @@ def publish(tmp: Path, out: Path, collections: list[Collection], summary: dict) 
     """Create empty split folders, write stats.json, then replace `out` by the finished `tmp` folder."""
     for c in collections:   # empty splits still exist on disk
         for split in SPLITS:
-            (tmp / writer.NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
-    writer.write_stats(tmp / writer.STATS_FILE, summary)
+            (tmp / NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
+    writer.write_stats(tmp / STATS_FILE, summary)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)

@@ -38,6 +38,7 @@ from pipeline.synth.tiles import default_config
 from pipeline.tpugraphs.dataset import SPLITS, Collection
 from pipeline.zoo.common import compiled_text, lowered_text
 from pipeline.zoo.registry import ZooProgram, programs
+from pipeline.tpugraphs.schema import NPZ_SUBDIR, TRUTH_SUBDIR
 
 MIN_TILE_CONFIGS = 2          # a kernel with fewer distinct tilings has nothing to rank
 KERNEL_CANDIDATES = 4         # fusions built per kernel kept (the largest distinct ones are kept)
@@ -105,11 +106,11 @@ def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram
             yield feat.astype(np.float32)   # [rows, NC, 18]
 
     arrays = {"node_feat": layout.node_feat, "node_opcode": layout.node_opcode, "edge_index": layout.edge_index}
-    path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+    path = out / NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
     runtime = writer.write_layout_file(path, arrays, ids, layout.node_splits, n_configs, chunks(), runtimes,
                                        test=split == "test")
     if split == "test":
-        writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
+        writer.write_truth(out / TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime)
     ceiling = kendall_tau(np.concatenate(clean), runtime)
     return stats_row(len(layout.graph), len(layout.edge_index), n_configs), ceiling
 
@@ -153,10 +154,10 @@ def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram,
         split = program.split
         stem = writer.hex_stem(rng, 32) if split == "test" else f"{program.name}_{writer.hex_stem(rng, 16)}"
         arrays = {"node_feat": kernel.node_feat, "node_opcode": kernel.node_opcode, "edge_index": kernel.edge_index}
-        path = out / writer.NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
+        path = out / NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
         writer.write_tile_file(path, arrays, config_feat, runtime, normalizers, test=split == "test")
         if split == "test":
-            writer.write_truth(out / writer.TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime, normalizers)
+            writer.write_truth(out / TRUTH_SUBDIR / collection.slug / f"{stem}.npz", runtime, normalizers)
         rows.append((stats_row(len(kernel.graph), len(kernel.edge_index), len(runtime)),
                      tile_score(clean, runtime / normalizers)))
     return rows

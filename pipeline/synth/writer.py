@@ -16,7 +16,6 @@ import numpy as np
 
 from pipeline.tpugraphs.npz import NpzWriter
 
-NPZ_SUBDIR, TRUTH_SUBDIR, STATS_FILE = "npz", "truth", "stats.json"
 
 
 def hex_stem(rng: np.random.Generator, digits: int) -> str:

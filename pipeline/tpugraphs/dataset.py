@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.npz import NpzMember, check_index, iter_rows, list_members, read_array, read_rows
-from pipeline.tpugraphs.schema import LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, SPLITS, check_arrays, required_keys
+from pipeline.tpugraphs.schema import KAGGLE_SUBDIR, LAYOUT_VALUE_MAX, NPZ_SUBDIR, LAYOUT_VALUE_MIN, SPLITS, check_arrays, required_keys
 
 __all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_disjoint_splits", "Graph", "load_graph",
            "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
@@ -67,7 +67,7 @@ def npz_root(root: str | os.PathLike | None) -> Path:
     if root is None:
         raise TpuGraphsFormatError("data.root", None, "a path to the TpuGraphs download", "null")
     root = Path(root).expanduser()
-    for candidate in (root, root / "npz", root / "npz_all" / "npz"):
+    for candidate in (root, root / NPZ_SUBDIR, root / KAGGLE_SUBDIR / NPZ_SUBDIR):
         if (candidate / "tile").is_dir() or (candidate / "layout").is_dir():
             return candidate
     found = sorted(p.name for p in root.iterdir()) if root.is_dir() else "no such folder"

@@ -19,6 +19,10 @@ COLLECTION_KINDS = ("tile", "layout")
 SPLITS = ("train", "valid", "test")
 LABELLED_SPLITS = ("train", "valid")            # test runtimes are hidden (all zero in the real files)
 PREDICTED_SPLITS = ("valid", "test")            # what every model stage ranks (and scores where truth exists)
+NPZ_SUBDIR = "npz"                              # the official tree: <root>/npz/{tile/xla,layout/<source>/<search>}/<split>/
+KAGGLE_SUBDIR = "npz_all"                       # Kaggle's download wraps npz/ in npz_all/
+TRUTH_SUBDIR = "truth"                          # built-in data only: hidden test runtimes, <root>/truth/<collection>/
+STATS_FILE = "stats.json"                       # built-in data only: sizes and ceilings per collection and split
 
 # ----------------------------------------------------------------------------------------------- array keys
 GRAPH_KEYS = ("node_feat", "node_opcode", "edge_index", "config_runtime")
