@@ -130,12 +130,9 @@ def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) 
     out[:, 0] = dims[ids]
     position = np.full(graph.n_nodes, -1, np.int64)
     position[ids] = np.arange(len(ids))
-    seen = np.zeros(len(ids), np.int64)                                    # operands found so far per node
-    for consumer, producer in edges:                                       # edge order = operand order
-        k = position[consumer]
-        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
-            out[k, 1 + seen[k]] = dims[producer]
-            seen[k] += 1
+    slots = layout_inputs.operand_slots(edges, ids, graph.n_nodes)         # [edges] block 1 / 2 or -1
+    fed = slots >= 0
+    out[position[edges[fed, 0]], slots[fed]] = dims[edges[fed, 1]]         # operands 0 / 1 in edge order
     return out
 
 

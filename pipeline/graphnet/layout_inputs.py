@@ -47,19 +47,29 @@ def hlo_layouts(node_feat_raw: np.ndarray) -> np.ndarray:
     return np.where(valid[:, None], layout, row_major) + 1
 
 
+def operand_rank(consumers: np.ndarray) -> np.ndarray:
+    """int64 [edges]: operand index of each edge at its consumer, i.e. its rank among the edges of the same
+    consumer in edge order (edge order = operand order). Vectorised: no Python loop over edges."""
+    consumers = np.asarray(consumers, dtype=np.int64)
+    order = np.argsort(consumers, kind="stable")                                  # edges grouped by consumer
+    grouped = consumers[order]
+    new_group = np.r_[True, grouped[1:] != grouped[:-1]] if len(grouped) else np.zeros(0, bool)
+    starts = np.flatnonzero(new_group)                                           # first sorted index per group
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(grouped)]))       # [edges] in sorted order
+    rank = np.empty(len(consumers), np.int64)
+    rank[order] = np.arange(len(consumers)) - group_start
+    return rank
+
+
 def operand_slots(edges: np.ndarray, node_config_ids: np.ndarray, n_nodes: int) -> np.ndarray:
     """int64 [edges]: config block (1 input, 2 kernel) an edge feeds: operand 0 / 1 of a configurable consumer in
     edge order; NO_SLOT for other edges."""
-    position = np.full(n_nodes, -1, np.int64)
-    position[node_config_ids] = np.arange(len(node_config_ids))
-    slots = np.full(len(edges), NO_SLOT, np.int64)
-    seen = np.zeros(len(node_config_ids), np.int64)
-    for e, consumer in enumerate(edges[:, 0]):                                   # edge order = operand order
-        k = position[consumer]
-        if k >= 0 and seen[k] < LAYOUT_BLOCKS - 1:
-            slots[e] = 1 + seen[k]
-            seen[k] += 1
-    return slots
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    configurable = np.zeros(n_nodes, bool)
+    configurable[node_config_ids] = True
+    rank = operand_rank(edges[:, 0])                                             # [edges]
+    fed = configurable[edges[:, 0]] & (rank < LAYOUT_BLOCKS - 1)
+    return np.where(fed, 1 + rank, NO_SLOT).astype(np.int64)
 
 
 def log_elements(node_feat_raw: np.ndarray) -> np.ndarray:
