@@ -39,11 +39,14 @@ from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import NODE_CONFIG_FEAT_DIM, config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "scale.md"
 SIZES = Path(__file__).parent / "dataset_sizes.yaml"
 SEARCH = "random"
+FEATURES = 120            # node_feat columns after prune (as benchmarks/bench_gnn.py)
+TILE_NODES = 40           # tile graphs are "small (e.g., tens of nodes)" (benchmarks/dataset_sizes.yaml)
 FLOAT32_BYTES = 4
 
 
@@ -135,6 +138,45 @@ def train_case(args: tuple) -> dict:
             "peak_mb": peak_rss_mb() - base}
 
 
+def tile_graph(n_nodes: int, n_configs: int, seed: int = 0) -> PrunedGraph:
+    """A chain tile graph of `n_nodes` nodes with random tile configs and runtimes (the tile model's cost is per
+    graph + per config, not per node x config)."""
+    rng = np.random.default_rng(seed)
+    return PrunedGraph(graph_id="tile", split="train", node_feat=rng.normal(size=(n_nodes, FEATURES)).astype(np.float32),
+                       node_feat_raw=np.full((n_nodes, 140), -1.0, np.float32),
+                       node_opcode=rng.integers(0, 121, n_nodes), node_ids=np.arange(n_nodes),
+                       edge_index=np.stack([np.arange(1, n_nodes), np.arange(n_nodes - 1)], 1).astype(np.int64),
+                       config_feat=rng.integers(1, 512, size=(n_configs, 24)).astype(np.float32),
+                       config_runtime=rng.random(n_configs) + 1.0, config_count=np.ones(n_configs, np.int64),
+                       config_inverse=np.arange(n_configs))
+
+
+def tile_case(args: tuple) -> dict:
+    """Tile model (gnn=kaggle): median training step of gnn.configs_per_graph.tile configs, inference configs/s."""
+    graph, gnn, steps, threads = args
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = build_model(ModelSpec.from_cfg("tile", graph.node_feat.shape[1], gnn, None))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    k, rng, tensors, times = int(gnn.configs_per_graph.tile), np.random.default_rng(0), graph_tensors(graph), []
+    for _ in range(steps + 1):
+        rows = sample_configs(graph, k, rng)
+        tic = time.perf_counter()
+        opt.zero_grad()
+        loss = ranking_loss(str(gnn.loss), model(tensors, config_batch("tile", graph, rows)),
+                            runtimes(graph, rows), float(gnn.margin), float(gnn.min_gap))
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - tic)
+    model.eval()
+    tic = time.perf_counter()
+    with torch.no_grad():
+        for rows in np.array_split(np.arange(graph.n_kept), max(1, graph.n_kept // int(gnn.infer_batch))):
+            model(tensors, config_batch("tile", graph, rows))
+    return {"nodes": graph.n_nodes, "configs": k, "step_s": float(np.median(times[1:])),
+            "infer_configs_per_s": graph.n_kept / (time.perf_counter() - tic)}
+
+
 def lgbm_case(args: tuple) -> dict:
     """Featurise `n` configs and train the ranker on them (valid = the same rows) for lgbm.num_boost_round."""
     from pipeline.features.table import FeatureSpec
@@ -159,14 +201,17 @@ def measure(args, cfg, work: Path) -> dict:
     """Every case on every size; returns {"sizes": [...], "matmul_gflops": ...}."""
     device = torch.device("cpu")
     rows = []
-    for nodes in args.sizes:
+    if len(args.config_nodes) != len(args.sizes):
+        raise ValueError(f"--config-nodes needs one value per --sizes value, found {args.config_nodes} for {args.sizes}")
+    for nodes, config_nodes in zip(args.sizes, args.config_nodes):
         syn = work / f"syn{nodes}"
-        big = make_big_graph(syn, args.graph_configs, args.config_nodes, (nodes, nodes + nodes // 10))
+        big = make_big_graph(syn, args.graph_configs, config_nodes, (nodes, nodes + nodes // 10))
         slug = Collection.parse(MEMORY_COLLECTION).slug
         wall, rss, _ = run_child(prune_cmd(slug, "synthetic_full", syn, work / f"p{nodes}"))
         graph = prune_graph(work, syn, str(cfg.prune.hops), f"hops{nodes}")
         gb = big["configs"] * len(graph.node_config_ids) * NODE_CONFIG_FEAT_DIM * FLOAT32_BYTES / 1e9
         row = {"nodes": big["nodes"], "pruned_nodes": graph.n_nodes, "graph_configs": big["configs"],
+               "configurable": len(graph.node_config_ids),
                "prune": {"gb": gb, "gb_per_s": gb / wall, "peak_mb": rss, "wall_s": wall}}
         print(json.dumps(row), flush=True)
         row["lgbm"] = run_isolated(lgbm_case, (graph, cfg.lgbm, args.lgbm_configs))
@@ -175,8 +220,10 @@ def measure(args, cfg, work: Path) -> dict:
         print(json.dumps({k: row[k] for k in ("lgbm", "train", "infer")}), flush=True)
         shutil.rmtree(syn, ignore_errors=True)
         rows.append(row)
+    tile = run_isolated(tile_case, (tile_graph(TILE_NODES, 1000), cfg.gnn, args.steps + 1, args.threads))
+    print(json.dumps({"tile": tile}), flush=True)
     torch.set_num_threads(args.threads)
-    return {"sizes": rows, "matmul_gflops": matmul_gflops(device)}
+    return {"sizes": rows, "tile": tile, "matmul_gflops": matmul_gflops(device)}
 
 
 def main(argv=None) -> None:
@@ -184,7 +231,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 40000], help="node counts of the graphs")
     parser.add_argument("--graph-configs", type=int, default=5000, help="configurations per generated graph")
-    parser.add_argument("--config-nodes", type=int, default=400, help="configurable nodes at most")
+    parser.add_argument("--config-nodes", type=int, nargs="+", default=[100, 400],
+                        help="configurable nodes at most, per size (the pruned graph grows with them)")
     parser.add_argument("--train-configs", type=int, default=16, help="configs per timed training step")
     parser.add_argument("--infer-configs", type=int, default=128, help="configs scored by each inference path")
     parser.add_argument("--lgbm-configs", type=int, default=2000, help="configs featurised and trained on")
@@ -215,7 +263,7 @@ def markdown(measured: dict, cfg, args, cost: dict) -> str:
         f"{gnn.hidden}, {gnn.layers} layers, norm {gnn.norm}, mixer {gnn.cross_mixer}), training steps of "
         f"{args.train_configs} configs, inference batches of {gnn.infer_batch} (infer_chunk_mb {gnn.infer_chunk_mb}). "
         f"Dense fp32 matmul rate of torch here: **{bound:.1f} GFLOP/s** (2048^3, best of 3).", "",
-        "| graph nodes (pruned) | prune GB/s (peak MiB) | lgbm features configs/s | lgbm train rows x rounds/s "
+        "| graph nodes (pruned, configurable) | prune GB/s (peak MiB) | lgbm features configs/s | lgbm train rows x rounds/s "
         "| gnn train configs x nodes/s (peak MB) | train / bound | gnn infer configs/s plain -> chunked (peak MB) "
         "| chunked / plain | infer / bound | max abs diff, Kendall tau plain vs chunked |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -226,18 +274,22 @@ def markdown(measured: dict, cfg, args, cost: dict) -> str:
         train_frac = t["config_nodes_per_s"] / r["pruned_nodes"] * 3 * flops / 1e9 / bound   # fwd + bwd ~ 3x fwd
         infer_frac = i["chunked_configs_per_s"] * flops / 1e9 / bound
         lines.append(
-            f"| {r['nodes']} ({r['pruned_nodes']}) | {p['gb_per_s']:.3f} ({p['peak_mb']:.0f}) | "
+            f"| {r['nodes']} ({r['pruned_nodes']}, {r['configurable']}) | {p['gb_per_s']:.3f} ({p['peak_mb']:.0f}) | "
             f"{lg['features_configs_per_s']:.0f} | {lg['train_rows_rounds_per_s']:.0f} | "
             f"{t['config_nodes_per_s']:.0f} ({t['peak_mb']:.0f}) | {train_frac:.3f} | "
             f"{i['plain_configs_per_s']:.2f} -> {i['chunked_configs_per_s']:.2f} ({i['peak_mb']:.0f}) | "
             f"{i['chunked_configs_per_s'] / i['plain_configs_per_s']:.2f}x | {infer_frac:.3f} | "
             f"{i['max_abs_diff']:.2e}, {i['tau']:.6f} |")
+    tile = measured["tile"]
+    lines += ["", f"Tile model (gnn=kaggle) on a {tile['nodes']}-node tile graph: training step of {tile['configs']} "
+              f"configs {tile['step_s']:.3f} s; inference {tile['infer_configs_per_s']:.0f} configs/s."]
     first, last = measured["sizes"][0], measured["sizes"][-1]
     lines += ["", f"Model matmul FLOPs per configuration (flop counter, plain forward): "
               + ", ".join(f"{r['infer']['flops_per_config'] / 1e9:.2f} GFLOP at {r['pruned_nodes']} nodes"
                           for r in measured["sizes"]) + "; training counted as 3x the forward. "
               f"X / bound = achieved matmul FLOP rate / the dense matmul rate.", "",
-              "Linearity (rate at the largest size / rate at the smallest; 1 = linear cost in the unit): "
+              "Linearity (rate at the largest size / rate at the smallest; 1 = linear cost in the unit; the prune "
+              "rate is per GB of node_config_feat while its wall time also grows with the graph's nodes): "
               f"prune {last['prune']['gb_per_s'] / first['prune']['gb_per_s']:.2f}, "
               f"gnn train {last['train']['config_nodes_per_s'] / first['train']['config_nodes_per_s']:.2f}, "
               f"gnn infer (configs x nodes) "

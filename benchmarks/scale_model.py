@@ -9,8 +9,8 @@ by the work each stage does on the official dataset (benchmarks/dataset_sizes.ya
   plus per epoch gnn.valid_max_configs per valid graph, plus the final predictions (every valid + test config,
   gnn.tta orderings), both at the inference rate (configs x nodes / s).
 Pruned nodes per graph = the collection's mean nodes x the pruned share measured on the generated graph; tile
-graphs are not pruned. Tile GNN cost uses the layout rates (an over-estimate: the tile model encodes the graph once
-per batch, not once per config).
+graphs are not pruned; the tile GNN is timed on its own (bench_scale's tile case: seconds per training step of
+gnn.configs_per_graph.tile configs, configs/s at inference), since the tile model encodes a graph once per batch.
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def rates(measured: dict) -> dict:
             "lgbm_features_per_s": r["lgbm"]["features_configs_per_s"],
             "lgbm_train_per_s": r["lgbm"]["train_rows_rounds_per_s"],
             "train_config_nodes_per_s": r["train"]["config_nodes_per_s"],
-            "infer_config_nodes_per_s": r["infer"]["chunked_configs_per_s"] * r["pruned_nodes"]}
+            "infer_config_nodes_per_s": r["infer"]["chunked_configs_per_s"] * r["pruned_nodes"],
+            "tile_step_s": measured["tile"]["step_s"], "tile_infer_configs_per_s": measured["tile"]["infer_configs_per_s"]}
 
 
 def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> dict:
@@ -44,15 +45,19 @@ def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> di
     predicted = graphs["valid"] * configs["valid"] + graphs["test"] * configs["test"]
     k = int(by_search(gnn.configs_per_graph, "configs_per_graph", kind, search))
     epochs = int(gnn.epochs)
-    gnn_train = epochs * graphs["train"] * k * nodes / unit["train_config_nodes_per_s"]
-    gnn_valid = epochs * graphs["valid"] * min(int(gnn.valid_max_configs), configs["valid"]) * nodes
-    gnn_predict = predicted * int(gnn.tta) * nodes
+    valid_configs = epochs * graphs["valid"] * min(int(gnn.valid_max_configs), configs["valid"])
+    if kind == "tile":       # measured per step and per config (the graph is encoded once per batch)
+        gnn_train = epochs * graphs["train"] * unit["tile_step_s"]
+        gnn_valid = valid_configs / unit["tile_infer_configs_per_s"]
+        gnn_predict = predicted * int(gnn.tta) / unit["tile_infer_configs_per_s"]
+    else:
+        gnn_train = epochs * graphs["train"] * k * nodes / unit["train_config_nodes_per_s"]
+        gnn_valid = valid_configs * nodes / unit["infer_config_nodes_per_s"]
+        gnn_predict = predicted * int(gnn.tta) * nodes / unit["infer_config_nodes_per_s"]
     return {"prune": gb / unit["prune_gb_per_s"],
             "lgbm": ((train_rows + valid_rows + predicted) / unit["lgbm_features_per_s"]
                      + train_rows * int(lgbm.num_boost_round) / unit["lgbm_train_per_s"]),
-            "gnn train": gnn_train,
-            "gnn valid": gnn_valid / unit["infer_config_nodes_per_s"],
-            "gnn predict": gnn_predict / unit["infer_config_nodes_per_s"],
+            "gnn train": gnn_train, "gnn valid": gnn_valid, "gnn predict": gnn_predict,
             "gb": gb}
 
 
