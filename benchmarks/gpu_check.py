@@ -127,7 +127,9 @@ def agreement(graph, gnn, n: int) -> dict:
     model = model_for(graph, gnn, cuda).eval()
     first, second = (scores_of(model, graph, rows, cuda, False) for _ in range(2))
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True)
+    # warn_only: an op without a deterministic CUDA kernel warns instead of failing; the bitwise check then says
+    # whether the run is deterministic in fact
+    torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         det = [scores_of(model, graph, rows, cuda, False) for _ in range(2)]
     finally:
