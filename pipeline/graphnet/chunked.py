@@ -119,8 +119,9 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
     n_configs = configs.shape[0]
     node_h = model.nodes(graph.node_feat, graph.node_opcode)                    # [nodes, hidden]
     adj = adjacency(graph)
-    xs = [model.configs(node_h, graph, part).transpose(0, 1).contiguous()      # [nodes, chunk, hidden]
-          for part in configs.split(chunk)]
+    delta, mismatch = model.configs.config_parts(graph, configs, node_h.dtype)  # once for the batch: small
+    xs = [model.configs.node_major(node_h, graph, d, None if mismatch is None else mismatch[i:i + chunk])
+          for i, d in zip(range(0, n_configs, chunk), delta.split(chunk))]       # [nodes, chunk, hidden] each
     for block in model.blocks:
         hs = [_conv(block, x, adj) for x in xs]                                 # [nodes, chunk, hidden] each
         xs = _mix_into(block.mixer, xs, hs, block.residual, n_configs)
