@@ -96,14 +96,34 @@ def train_case(args: tuple) -> dict:
 
 
 def _infer_case(args: tuple) -> dict:
-    graph, gnn, threads = args
+    """Rank every config of the graph with the plain forward and with the chunked CPU path (gnn.infer_chunk_mb),
+    side by side in one process, `repeats` times each (alternating); best time of each, and their agreement."""
+    graph, gnn, threads, repeats = args
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH)).eval()
-    tic = time.perf_counter()
-    scores = predict_graph(model, "layout", graph, int(gnn.infer_batch), int(gnn.tta), np.random.default_rng(0),
-                           torch.device("cpu"))
-    return {"seconds": time.perf_counter() - tic, "configs": len(scores)}
+    with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so rankings mean something
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    seconds, scores = {"plain": [], "chunked": []}, {}
+    for _ in range(repeats):
+        for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
+            model.infer_chunk_mb = chunk_mb
+            tic = time.perf_counter()
+            scores[name] = predict_graph(model, "layout", graph, int(gnn.infer_batch), int(gnn.tta),
+                                         np.random.default_rng(0), torch.device("cpu"))
+            seconds[name].append(time.perf_counter() - tic)
+    plain, chunked = scores["plain"], scores["chunked"]
+    return {"seconds": min(seconds["plain"]), "chunked_seconds": min(seconds["chunked"]), "configs": len(plain),
+            "max_rel_diff": float(np.abs(chunked - plain).max() / np.abs(plain).max()),
+            "same_ranking": bool(np.array_equal(np.argsort(plain, kind="stable"), np.argsort(chunked, kind="stable"))),
+            "tau": ranking_agreement(plain, chunked)}
+
+
+def ranking_agreement(a: np.ndarray, b: np.ndarray) -> float:
+    """Kendall tau between two score vectors (1 = identical ranking)."""
+    from scipy.stats import kendalltau
+    return float(kendalltau(a, b).correlation)
 
 
 def run_isolated(fn, args):
@@ -119,17 +139,21 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", type=int, default=16, help="configs sampled per training step")
     parser.add_argument("--steps", type=int, default=3, help="timed training steps per case (after 1 warm-up)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--infer-repeats", type=int, default=2, help="inference runs of each path (best is kept)")
+    parser.add_argument("--skip-train", action="store_true", help="inference only")
     args = parser.parse_args(rest)
     cfg = compose(overrides)
     gnn, hops = cfg.gnn, cfg.prune.hops
     whole = make_graph(args.nodes, 1000, seed=0)
     pruned = prune(whole, int(hops))
     rows = {}
+    infer = run_isolated(_infer_case, (pruned, gnn, args.threads, args.infer_repeats))
+    print("inference", infer, flush=True)
+    if args.skip_train:
+        return
     for name, graph in (("pruned", pruned), ("unpruned", whole)):
         rows[name] = run_isolated(train_case, (graph, gnn, args.configs, args.steps, args.threads))
         print(name, rows[name], flush=True)
-    infer = run_isolated(_infer_case, (pruned, gnn, args.threads))
-    print("inference", infer, flush=True)
     p, u = rows["pruned"], rows["unpruned"]
     lines = [
         f"GNN benchmark (`benchmarks/bench_gnn.py`): generated layout graph of {whole.n_nodes} nodes / "
@@ -147,9 +171,16 @@ def main(argv=None) -> None:
     lines.append(f"| pruned / unpruned | {p['nodes'] / u['nodes']:.3f} | {p['edges'] / u['edges']:.3f} | "
                  f"{p['step_s'] / u['step_s']:.3f} | {p['configs_per_s'] / u['configs_per_s']:.1f}x | "
                  f"{p['peak_mb'] / max(u['peak_mb'], 1e-9):.3f} |")
+    evals = infer["configs"] * int(gnn.tta)
     lines += ["", f"Inference: ranking all {infer['configs']} configs of the pruned graph with gnn.tta={gnn.tta}, "
-              f"gnn.infer_batch={gnn.infer_batch}: {infer['seconds']:.2f} s "
-              f"({infer['configs'] * int(gnn.tta) / infer['seconds']:.0f} config evaluations / s)."]
+              f"gnn.infer_batch={gnn.infer_batch} (weights perturbed from the initialisation), best of "
+              f"{args.infer_repeats} alternating runs on a shared machine: plain forward {infer['seconds']:.2f} s "
+              f"({evals / infer['seconds']:.0f} config evaluations / s); chunked CPU path "
+              f"(gnn.infer_chunk_mb={gnn.infer_chunk_mb}) {infer['chunked_seconds']:.2f} s "
+              f"({evals / infer['chunked_seconds']:.0f} / s), **{infer['seconds'] / infer['chunked_seconds']:.1f}x**; "
+              f"max relative difference of the scores {infer['max_rel_diff']:.1e}; identical ranking: "
+              f"{infer['same_ranking']}, Kendall tau between the two rankings {infer['tau']:.6f} (float rounding "
+              f"can swap configs whose scores differ by less than it)."]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -79,7 +79,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
     spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn, collection.search)
     torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
-    model = build_model(spec).to(device)
+    model = build_model(spec, gnn.infer_chunk_mb).to(device)
     gst = gst_settings(gnn, collection)
     if gst is not None and str(cfg.prune.hops) != WHOLE_GRAPH and info.is_main:
         print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
@@ -99,7 +99,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
     result = fit(wrapped, spec, train, valid, settings, gst, int(cfg.seed), model_dir / ckpt.CHECKPOINT_FILE, device,
                  info, on_epoch, max_epochs)
-    best = build_model(spec)
+    best = build_model(spec, gnn.infer_chunk_mb)
     best.load_state_dict(result.best_state)
     if info.is_main:
         ckpt.save_model(best, spec, model_dir / ckpt.MODEL_FILE,

@@ -132,6 +132,7 @@ SCHEMA = Group({
         "configs_per_graph": BySearch(Int(low=2)),
         "grad_clip": NON_NEGATIVE,                # 0 = no clipping
         "tta": COUNT, "infer_batch": COUNT,
+        "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),

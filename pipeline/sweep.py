@@ -3,7 +3,9 @@
     python -m pipeline.sweep lgbm --collection tile-xla lgbm.num_leaves=15,63 lgbm.learning_rate=0.05,0.1
 
 Hydra expands the sweep (its full override grammar: `a=1,2`, `range(...)`, group lists `gnn=default,kaggle`) and
-runs one job per combination. Each job composes conf/ with its overrides, reads the stage's inputs where that
+runs one job per combination, in this process by default or through a Hydra launcher plugin given as an override:
+`hydra/launcher=submitit_slurm hydra.launcher.partition=<p> hydra.launcher.gpus_per_node=1 ...` sends each job to
+SLURM (hydra-submitit-launcher; `submitit_local` runs them as local subprocesses, what the test uses). Each job composes conf/ with its overrides, reads the stage's inputs where that
 config says (pass the same `data=...` you ran the pipeline with) and writes the stage's outputs under
 `<paths.multirun_dir>/<stage>-<collection>/<job>/`, never over the pipeline's own. A summary table of the jobs'
 scores is printed and saved as `summary.csv` beside them.
@@ -31,7 +33,8 @@ OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
 
 def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> Path:
     """Where the jobs of one sweep go: `<paths.multirun_dir>/<stage>-<collection>`."""
-    fixed = [o for o in overrides if "," not in o and "(" not in o]   # the sweep's non-swept overrides
+    fixed = [o for o in overrides if "," not in o and "(" not in o   # the sweep's non-swept overrides,
+             and not o.lstrip("+~").startswith("hydra")]              # less Hydra's own (launcher, sweeper)
     return Path(compose(fixed).paths.multirun_dir) / f"{stage}-{collection.slug}"
 
 

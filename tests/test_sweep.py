@@ -16,3 +16,16 @@ def test_sweep_runs_one_job_per_combination_into_its_own_folder(tmp_path):
         assert (folder / str(job) / "predictions" / "heuristic" / "tile-xla" / "test.npz").exists()
     assert pd.read_csv(folder / "summary.csv")["valid_score"].notna().all()
     assert not (tmp_path / "predictions").exists()
+
+
+def test_sweep_through_the_submitit_launcher(tmp_path):
+    """A tiny sweep of 2 jobs sent through hydra-submitit-launcher's local executor (each job a subprocess)."""
+    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=synthetic_ci"]
+    synthesize.run(compose(data))
+    table = sweep.main(["heuristic", "--collection", "tile-xla", "seed=1,2", "hydra/launcher=submitit_local",
+                        "hydra.launcher.timeout_min=10", f"paths.multirun_dir={tmp_path / 'multirun'}", *data])
+    assert table["job"].tolist() == [0, 1] and table["valid_score"].notna().all()
+    folder = tmp_path / "multirun" / "heuristic-tile-xla"
+    assert list((folder / ".submitit").glob("*/*_result.pkl"))           # the jobs really went through submitit
+    for job in range(2):
+        assert (folder / str(job) / "predictions" / "heuristic" / "tile-xla" / "test.npz").exists()

@@ -73,26 +73,43 @@ class LayoutConfigEncoder(nn.Module):
         self.not_configurable = nn.Parameter(torch.zeros(hidden))
         self.copies = nn.Linear(MISMATCH_FEATURES, hidden) if mismatch else None
 
-    def forward(self, node_h: torch.Tensor, graph, configs: torch.Tensor) -> torch.Tensor:
+    def config_parts(self, graph, configs: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The per-config parts, computed on the configurable nodes and edges only: (delta [configs, configurable,
+        hidden] = config embedding - marker, mismatch features [configs, nodes, 4] or None)."""
         n_configs, n_cfg_nodes, _ = configs.shape
-        parts = []
+        parts, mismatch = [], None
         if self.effective or self.mismatch:
             effective, is_default = effective_configs(configs, graph.default_blocks)  # [configs, configurable, 18]
         if self.effective:
             configs = effective
-            parts.append(is_default.to(node_h.dtype))                  # [configs, configurable, 3]
+            parts.append(is_default.to(dtype))                         # [configs, configurable, 3]
         emb = self.value(configs)                                     # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
         dims = layout_dim_features(configs, graph.operand_dims)       # [configs, configurable, 3, 8]
         dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 24]
         cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype), *parts], dim=-1))  # [configs, configurable, hidden]
-        base = node_h + self.not_configurable                         # [nodes, hidden]
-        x = base.unsqueeze(0).expand(n_configs, -1, -1)               # [configs, nodes, hidden]
         if self.copies is not None:
-            x = x + self.copies(mismatch_features(effective, is_default, graph).to(x.dtype))  # [configs, nodes, hidden]
+            mismatch = mismatch_features(effective, is_default, graph).to(dtype)  # [configs, nodes, 4]
+        return cfg_h - self.not_configurable, mismatch                # delta replaces the marker
+
+    def forward(self, node_h: torch.Tensor, graph, configs: torch.Tensor) -> torch.Tensor:
+        delta, mismatch = self.config_parts(graph, configs, node_h.dtype)
+        base = node_h + self.not_configurable                         # [nodes, hidden]
+        x = base.unsqueeze(0).expand(configs.shape[0], -1, -1)        # [configs, nodes, hidden]
+        if mismatch is not None:
+            x = x + self.copies(mismatch)                             # [configs, nodes, hidden]
         # configurable nodes: replace the marker by their config embedding
-        delta = cfg_h - self.not_configurable                         # [configs, configurable, hidden]
         return x.index_add(1, graph.node_config_ids, delta.to(x.dtype))  # [configs, nodes, hidden]
+
+    def node_major(self, node_h: torch.Tensor, graph, delta: torch.Tensor,
+                   mismatch: torch.Tensor | None) -> torch.Tensor:
+        """`forward` from `config_parts` of some configs, laid out node-major: [nodes, configs, hidden]."""
+        base = (node_h + self.not_configurable).unsqueeze(1)          # [nodes, 1, hidden]
+        if mismatch is None:
+            x = base.expand(-1, delta.shape[0], -1).contiguous()      # [nodes, configs, hidden]
+        else:
+            x = self.copies(mismatch.transpose(0, 1)).add_(base)      # [nodes, configs, hidden]
+        return x.index_add_(0, graph.node_config_ids, delta.transpose(0, 1).to(x.dtype))
 
 
 class TileConfigEncoder(nn.Module):

@@ -17,6 +17,7 @@ from torch import nn
 
 from pipeline.config import by_search
 from pipeline.graphnet.attention import MIXERS, ConfigSelfAttention
+from pipeline.graphnet.chunked import chunk_configs, chunked_summary
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
 from pipeline.graphnet.layers import SAGEBlock, SharedDropout
@@ -107,6 +108,7 @@ class LayoutModel(nn.Module):
             self.attention = ConfigSelfAttention(pooled, spec.attention_heads, spec.dropout)
         self.head = _head(pooled, spec.hidden, spec.dropout) if spec.pooled_head else None
         self.node_head = _head(spec.hidden, spec.hidden, spec.dropout)   # additive per-node cost
+        self.infer_chunk_mb: float | None = None   # CPU inference in config chunks (`chunked`); None = plain path
 
     @property
     def summary_dim(self) -> int:
@@ -127,6 +129,10 @@ class LayoutModel(nn.Module):
         """
         if graph.node_config_ids is None:
             raise ValueError(f"graph {graph.graph_id}: a layout model needs node_config_ids")
+        if (self.infer_chunk_mb is not None and not self.training and not torch.is_grad_enabled()
+                and configs.device.type == "cpu"):
+            chunk = chunk_configs(graph.n_nodes, self.spec.hidden, self.infer_chunk_mb)
+            return chunked_summary(self, graph, configs, chunk, own)
         node_h = self.nodes(graph.node_feat, graph.node_opcode)              # [nodes, hidden]
         x = self.configs(node_h, graph, configs)                             # [configs, nodes, hidden]
         for block in self.blocks:
@@ -184,10 +190,13 @@ class TileModel(nn.Module):
         return self.head(z).squeeze(-1)                                      # [configs]
 
 
-def build_model(spec: ModelSpec) -> nn.Module:
-    """The model for a collection kind."""
+def build_model(spec: ModelSpec, infer_chunk_mb: float | None = None) -> nn.Module:
+    """The model for a collection kind; layout models run CPU inference in chunks of `infer_chunk_mb` MB of node
+    states when given (`gnn.infer_chunk_mb`, pipeline.graphnet.chunked)."""
     if spec.kind == "layout":
-        return LayoutModel(spec)
+        model = LayoutModel(spec)
+        model.infer_chunk_mb = None if infer_chunk_mb is None else float(infer_chunk_mb)
+        return model
     if spec.kind == "tile":
         return TileModel(spec)
     raise ValueError(f"unknown collection kind {spec.kind!r}; expected one of {COLLECTION_KINDS}")

@@ -68,20 +68,30 @@ def config_positions(node_config_ids: np.ndarray, n_nodes: int) -> np.ndarray:
     return position
 
 
+def operand_rank(consumers: np.ndarray) -> np.ndarray:
+    """int64 [edges]: operand index of each edge at its consumer, i.e. its rank among the edges of the same
+    consumer in edge order (edge order = operand order). Vectorised: no Python loop over edges."""
+    consumers = np.asarray(consumers, dtype=np.int64)
+    order = np.argsort(consumers, kind="stable")                                  # edges grouped by consumer
+    grouped = consumers[order]
+    new_group = np.r_[True, grouped[1:] != grouped[:-1]] if len(grouped) else np.zeros(0, bool)
+    starts = np.flatnonzero(new_group)                                           # first sorted index per group
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(grouped)]))       # [edges] in sorted order
+    rank = np.empty(len(consumers), np.int64)
+    rank[order] = np.arange(len(consumers)) - group_start
+    return rank
+
+
 def operand_slots(edges: np.ndarray, node_config_ids: np.ndarray, n_nodes: int) -> np.ndarray:
     """int64 [edges]: the layout block (1 input, 2 kernel) each edge (consumer, producer) feeds, NOT_FED otherwise.
 
     Operand i of a configurable consumer is its i-th in-edge in edge order; operands 0 and 1 feed blocks 1 and 2.
     """
-    position = config_positions(node_config_ids, n_nodes)
-    slots = np.full(len(edges), NOT_FED, np.int64)
-    seen = np.zeros(len(node_config_ids), np.int64)
-    for e, consumer in enumerate(edges[:, 0]):                                    # edge order = operand order
-        k = position[consumer]
-        if k >= 0 and seen[k] < len(LAYOUT_BLOCKS) - 1:
-            slots[e] = 1 + seen[k]
-            seen[k] += 1
-    return slots
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)                     # [edges, 2] (consumer, producer)
+    configurable = config_positions(node_config_ids, n_nodes) >= 0
+    rank = operand_rank(edges[:, 0])                                             # [edges]
+    fed = configurable[edges[:, 0]] & (rank < len(LAYOUT_BLOCKS) - 1)
+    return np.where(fed, 1 + rank, NOT_FED).astype(np.int64)
 
 
 def element_counts(node_feat_raw: np.ndarray) -> np.ndarray:
