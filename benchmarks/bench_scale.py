@@ -296,7 +296,7 @@ def markdown(measured: dict, cfg, args, cost: dict) -> str:
               f"{last['infer']['chunked_configs_per_s'] * last['pruned_nodes'] / (first['infer']['chunked_configs_per_s'] * first['pruned_nodes']):.2f}.",
               ""]
     lines += extrapolation_table(cost, f"CPU ({args.threads} threads, the rates of the largest graph above)")
-    lines += ["", f"Assumptions: dataset sizes from `benchmarks/dataset_sizes.yaml` (sources stated there; values "
+    lines += ["", "Assumptions: dataset sizes from `benchmarks/dataset_sizes.yaml` (sources stated there; values "
               "marked assumed are not verified); gnn=kaggle settings (epochs, configs_per_graph, valid_max_configs, "
               "tta); lgbm conf (configs_per_graph, num_boost_round without early stopping); costs linear in their "
               "units (checked above at two sizes); one machine, no overlap between stages. GPU: not measured yet "
