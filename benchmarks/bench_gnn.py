@@ -22,7 +22,7 @@ import torch
 
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
-from pipeline.graphnet.infer import predict_graph
+from pipeline.graphnet.infer import InferSettings, predict_graph
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.pruned import PrunedGraph
@@ -110,8 +110,8 @@ def _infer_case(args: tuple) -> dict:
         for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
             model.infer_chunk_mb = chunk_mb
             tic = time.perf_counter()
-            scores[name] = predict_graph(model, "layout", graph, int(gnn.infer_batch), int(gnn.tta),
-                                         np.random.default_rng(0), torch.device("cpu"))
+            scores[name] = predict_graph(model, "layout", graph, InferSettings.from_cfg(gnn),
+                                         np.random.default_rng(0), torch.device("cpu"), None)
             seconds[name].append(time.perf_counter() - tic)
     plain, chunked = scores["plain"], scores["chunked"]
     return {"seconds": min(seconds["plain"]), "chunked_seconds": min(seconds["chunked"]), "configs": len(plain),

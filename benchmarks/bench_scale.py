@@ -36,7 +36,8 @@ from benchmarks.bench_gst import prune_graph
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd, run_child
 from benchmarks.scale_model import extrapolate, extrapolation_table, rates
 from pipeline.config import compose, split_overrides
-from pipeline.graphnet.data import NODE_CONFIG_FEAT_DIM, config_batch, graph_tensors, runtimes, sample_configs
+from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
+from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.pruned import PrunedGraph
@@ -70,7 +71,7 @@ def _sync(device: torch.device) -> None:
 
 def layout_model(graph, gnn, device: torch.device):
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.get("infer_chunk_mb"))
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.infer_chunk_mb)
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so outputs can differ
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
@@ -99,7 +100,7 @@ def infer_case(args: tuple) -> dict:
            "flops_per_config": flops_per_config(model, tensors, inputs[0][:8])}
     base = peak_rss_mb()
     scores = {}
-    for name, chunk_mb in (("plain", None), ("chunked", gnn.get("infer_chunk_mb"))):
+    for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
         model.infer_chunk_mb = chunk_mb
         with torch.no_grad():
             model(tensors, inputs[0][:2])                                     # warm-up

@@ -46,7 +46,7 @@ MIN_TAU = 0.99
 
 def model_for(graph, gnn, device: torch.device, seed: int = 0):
     torch.manual_seed(seed)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.get("infer_chunk_mb"))
+    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.infer_chunk_mb)
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so scores differ
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
@@ -79,13 +79,14 @@ def train_rate(graph, gnn, k: int, steps: int, device: torch.device, amp: bool, 
     peak_reset(device)
     times = []
     for _ in range(steps + 1):
-        rows = trainer.sample(graph, k, rng) if trainer else sample_configs(graph, k, rng)
+        visit = trainer.sample(graph, k, rng) if trainer else None
+        rows = visit.rows if trainer else sample_configs(graph, k, rng)
         configs, target = config_batch("layout", graph, rows).to(device), runtimes(graph, rows).to(device)
         sync(device)
         tic = time.perf_counter()
         opt.zero_grad()
         with autocast(device, amp):
-            scores = trainer.scores(graph, rows, configs, rng) if trainer else model(tensors, configs)
+            scores = trainer.scores(graph, visit, configs, rng) if trainer else model(tensors, configs)
         loss = ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin), float(gnn.min_gap))
         loss.backward()
         opt.step()

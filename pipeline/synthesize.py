@@ -9,13 +9,13 @@ edges and configs per collection and split.
 """
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from omegaconf import DictConfig
 
+from pipeline.files import atomic_path
 from pipeline.config import stage_args
 from pipeline.synth import writer
 from pipeline.synth import programs
@@ -31,11 +31,8 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
     if cfg.data.kind != "synthetic":
         summary = {"kind": str(cfg.data.kind), "synthesized": False,
                    "note": f"data.kind={cfg.data.kind}: nothing synthesized; the pipeline reads data.root"}
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        writer.write_stats(tmp / STATS_FILE, summary)
-        shutil.rmtree(out, ignore_errors=True)   # the stage's own output folder: nothing stale stays behind
-        tmp.rename(out)
+        with atomic_path(out) as tmp:            # the stage's own output folder: nothing stale stays behind
+            writer.write_stats(tmp / STATS_FILE, summary)
         return summary
     builder = cfg.data.generator.builder
     if builder == "programs":

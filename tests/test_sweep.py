@@ -20,7 +20,7 @@ def test_sweep_runs_one_job_per_combination_into_its_own_folder(tmp_path):
 
 def test_sweep_through_the_submitit_launcher(tmp_path):
     """A tiny sweep of 2 jobs sent through hydra-submitit-launcher's local executor (each job a subprocess)."""
-    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=synthetic_ci"]
+    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=programs_ci"]
     synthesize.run(compose(data))
     table = sweep.main(["heuristic", "--collection", "tile-xla", "seed=1,2", "hydra/launcher=submitit_local",
                         "hydra.launcher.timeout_min=10", f"paths.multirun_dir={tmp_path / 'multirun'}", *data])

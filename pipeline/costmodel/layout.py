@@ -39,11 +39,10 @@ import numpy as np
 from pipeline.costmodel import opclasses
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
+from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM
 
 DEFAULT_ITEMSIZE = 1          # element types ITEMSIZE does not list (8-bit floats)
 
-LAYOUT_MAX_DIMS = 6          # kLayoutMaxDims: one 6-wide block per tensor, -1 padded
-NODE_CONFIG_FEAT_DIM = 18    # output, input, kernel blocks
 
 
 @dataclass(frozen=True)

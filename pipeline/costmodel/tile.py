@@ -19,9 +19,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-CONFIG_FEAT_DIM = 24
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
+
 KERNEL_BOUNDS, OUTPUT_BOUNDS, INPUT_BOUNDS = 0, 8, 16   # first column of each 8-wide group (6 dims, sum, product)
-KINDS = ("conv", "dot", "elementwise", "reduce")
+KERNEL_KINDS = ("conv", "dot", "elementwise", "reduce")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import numpy as np
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import HloGraph
-from pipeline.costmodel.layout import LAYOUT_MAX_DIMS, NODE_CONFIG_FEAT_DIM, default_layouts, permutations
+from pipeline.costmodel.layout import default_layouts, permutations
+from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
 
 SEARCHES = ("random", "default")
 
@@ -73,7 +74,7 @@ def random_search(specs: list[BlockSpec], n_configs: int, default_prob: float,
         for block, rank, _ in spec.blocks:
             perms = np.argsort(rng.random((n_configs, rank)), axis=1)          # [C, rank], uniform permutations
             keep = rng.random(n_configs) >= default_prob
-            cols = slice(block * LAYOUT_MAX_DIMS, block * LAYOUT_MAX_DIMS + rank)
+            cols = slice(block * MAX_DIMS, block * MAX_DIMS + rank)
             feat[keep, k, cols] = perms[keep]
     return feat
 
@@ -93,7 +94,7 @@ def default_search(specs: list[BlockSpec], n_configs: int, params: SearchParams,
             if rank > 1 and rng.random() < params.swap_prob:
                 i = int(rng.integers(rank - 1))
                 m2m[i], m2m[i + 1] = m2m[i + 1], m2m[i]
-            feat[row, k, block * LAYOUT_MAX_DIMS:block * LAYOUT_MAX_DIMS + rank] = m2m
+            feat[row, k, block * MAX_DIMS:block * MAX_DIMS + rank] = m2m
     return feat
 
 

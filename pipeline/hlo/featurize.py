@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.costmodel.tile import CONFIG_FEAT_DIM, TileCostParams, TileKernel
+from pipeline.costmodel.tile import TileCostParams, TileKernel
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
 from pipeline.hlo.graph import HloGraph

@@ -15,12 +15,7 @@ import numpy as np
 
 from pipeline.hlo.graph import HloGraph, HloNode
 
-NODE_FEAT_DIM = 140
-ELEMENT_TYPES = ("invalid", "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
-                 "bf16", "c64", "c128", "tuple", "opaque", "token")
-COL_IS_ROOT, COL_ELEMENT_TYPE, COL_SHAPE, COL_TUPLE_SIZE, COL_PARAMETER = 0, 2, 21, 29, 30
-COL_DIMENSIONS, COL_WINDOW, COL_CONV, COL_GROUPS, COL_SLICE = 31, 37, 93, 107, 109
-COL_DYNAMIC_SLICE, COL_PADDING, COL_IS_STABLE, COL_LAYOUT = 121, 125, 133, 134
+from pipeline.tpugraphs.schema import ELEMENT_TYPES, NODE_FEAT_DIM
 
 
 def _seq(values, leading: int) -> list[float]:

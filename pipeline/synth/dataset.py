@@ -7,7 +7,6 @@ their configurations.
 """
 from __future__ import annotations
 
-import shutil
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Mapping
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.files import atomic_path
 from pipeline.synth import writer
 from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
@@ -164,37 +164,34 @@ def _unique_names(names: list[str]) -> list[str]:
 def synthesize(s: Settings, collections: list[str], out_dir: str | Path, progress: bool = True) -> dict:
     """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict."""
     out = Path(out_dir)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    parsed = [Collection.parse(c) for c in collections]
-    jobs = [(c, split, i) for c in parsed for split in SPLITS for i in range(int(s.graphs[c.kind][split]))]
-    stats: dict = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
-    names: dict[tuple[str, str], list[str]] = {}
-    for c in parsed:   # layout names: unique per source and split, shared by the two searches
-        for split in SPLITS:
-            if c.kind == "layout" and (c.source, split) not in names:
-                count = int(s.graphs["layout"][split])
-                names[c.source, split] = _unique_names([layout_graph(s, c.source, split, i)[1]
-                                                        for i in range(count)])
-    for c, split, i in tqdm(jobs, desc="synthesize", unit="graph", disable=not progress):
-        if c.kind == "tile":
-            row = write_tile_graph(s, c, split, i, tmp)
-        else:
-            graph, _ = layout_graph(s, c.source, split, i)
-            row = write_layout_graph(s, c, split, i, names[c.source, split][i], graph, tmp)
-        for key, value in row.items():
-            stats[c.slug][split][key] += value
-    summary = {"kind": "synthetic", "builder": "templates", "synthesized": True, "seed": s.seed,
-               "collections": stats}
-    publish(tmp, out, parsed, summary)
+    with atomic_path(out) as tmp:          # replaces out_dir when complete
+        parsed = [Collection.parse(c) for c in collections]
+        jobs = [(c, split, i) for c in parsed for split in SPLITS for i in range(int(s.graphs[c.kind][split]))]
+        stats: dict = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
+        names: dict[tuple[str, str], list[str]] = {}
+        for c in parsed:   # layout names: unique per source and split, shared by the two searches
+            for split in SPLITS:
+                if c.kind == "layout" and (c.source, split) not in names:
+                    count = int(s.graphs["layout"][split])
+                    names[c.source, split] = _unique_names([layout_graph(s, c.source, split, i)[1]
+                                                            for i in range(count)])
+        for c, split, i in tqdm(jobs, desc="synthesize", unit="graph", disable=not progress):
+            if c.kind == "tile":
+                row = write_tile_graph(s, c, split, i, tmp)
+            else:
+                graph, _ = layout_graph(s, c.source, split, i)
+                row = write_layout_graph(s, c, split, i, names[c.source, split][i], graph, tmp)
+            for key, value in row.items():
+                stats[c.slug][split][key] += value
+        summary = {"kind": "synthetic", "builder": "templates", "synthesized": True, "seed": s.seed,
+                   "collections": stats}
+        finish(tmp, parsed, summary)
     return summary
 
 
-def publish(tmp: Path, out: Path, collections: list[Collection], summary: dict) -> None:
-    """Create empty split folders, write stats.json, then replace `out` by the finished `tmp` folder."""
+def finish(tmp: Path, collections: list[Collection], summary: dict) -> None:
+    """Create empty split folders and write stats.json into the dataset folder being written."""
     for c in collections:   # empty splits still exist on disk
         for split in SPLITS:
             (tmp / NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
     writer.write_stats(tmp / STATS_FILE, summary)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)

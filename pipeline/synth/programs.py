@@ -13,7 +13,6 @@ program) as in `pipeline.synth.dataset`, so a seed gives a byte-identical datase
 """
 from __future__ import annotations
 
-import shutil
 from math import prod
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Mapping
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.files import atomic_path
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
@@ -33,7 +33,7 @@ from pipeline.hlo.lower import build_graph
 from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.scoring.metrics import kendall_tau, tile_score
 from pipeline.synth import writer
-from pipeline.synth.dataset import graph_rng, log_uniform, publish, stats_row
+from pipeline.synth.dataset import finish, graph_rng, log_uniform, stats_row
 from pipeline.synth.tiles import default_config
 from pipeline.tpugraphs.dataset import SPLITS, Collection
 from pipeline.zoo.common import compiled_text, lowered_text
@@ -166,33 +166,32 @@ def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram,
 def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progress: bool = True) -> dict:
     """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict."""
     out = Path(out_dir)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    parsed = [Collection.parse(c) for c in collections]
-    listed = programs(s.programs, s.sizes, s.seed)
-    stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
-    scores: dict[str, dict[str, list[float]]] = {c.slug: {split: [] for split in SPLITS} for c in parsed}
+    with atomic_path(out) as tmp:          # replaces out_dir when complete
+        parsed = [Collection.parse(c) for c in collections]
+        listed = programs(s.programs, s.sizes, s.seed)
+        stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
+        scores: dict[str, dict[str, list[float]]] = {c.slug: {split: [] for split in SPLITS} for c in parsed}
 
-    def add(c: Collection, split: str, row: dict, ceiling: float) -> None:
-        for key, value in row.items():
-            stats[c.slug][split][key] += value
-        scores[c.slug][split].append(ceiling)
+        def add(c: Collection, split: str, row: dict, ceiling: float) -> None:
+            for key, value in row.items():
+                stats[c.slug][split][key] += value
+            scores[c.slug][split].append(ceiling)
 
-    tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
-             [:int(s.tile_programs.get(split, 0))]}
-    for program in tqdm(listed, desc="synthesize", unit="program", disable=not progress):
-        mine = [c for c in parsed if c.source == program.source and (c.kind == "layout" or program in tiled)]
-        layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
-        for c in mine:
-            if c.kind == "layout":
-                add(c, program.split, *write_layout(s, c, program, layout, tmp))
-            else:
-                for row, ceiling in write_tiles(s, c, program, tmp):
-                    add(c, program.split, row, ceiling)
-    ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
-    summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
-               "collections": stats, "ceiling": ceiling,
-               "programs": [{"name": p.name, "source": p.source, "family": p.family, "split": p.split}
-                            for p in listed]}
-    publish(tmp, out, parsed, summary)
+        tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
+                 [:int(s.tile_programs.get(split, 0))]}
+        for program in tqdm(listed, desc="synthesize", unit="program", disable=not progress):
+            mine = [c for c in parsed if c.source == program.source and (c.kind == "layout" or program in tiled)]
+            layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
+            for c in mine:
+                if c.kind == "layout":
+                    add(c, program.split, *write_layout(s, c, program, layout, tmp))
+                else:
+                    for row, ceiling in write_tiles(s, c, program, tmp):
+                        add(c, program.split, row, ceiling)
+        ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
+        summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
+                   "collections": stats, "ceiling": ceiling,
+                   "programs": [{"name": p.name, "source": p.source, "family": p.family, "split": p.split}
+                                for p in listed]}
+        finish(tmp, parsed, summary)
     return summary

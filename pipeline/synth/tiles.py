@@ -12,7 +12,8 @@ import numpy as np
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, NHWC, HloBuilder, HloGraph, Window
-from pipeline.costmodel.tile import CONFIG_FEAT_DIM, TileCostParams, TileKernel, tile_terms
+from pipeline.costmodel.tile import TileCostParams, TileKernel, tile_terms
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
 
 CONV_FAMILIES = ("resnet", "inception", "mobilenet", "unet", "efficientnet", "retinanet", "mask_rcnn")
 NLP_FAMILIES = ("bert", "transformer", "t5", "albert", "gpt")

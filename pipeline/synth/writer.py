@@ -7,13 +7,12 @@ dtypes follow the official extractor: node_opcode uint8; edge_index, node_config
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from pipeline.files import write_json
 from pipeline.tpugraphs.npz import NpzWriter
 
 
@@ -71,7 +70,5 @@ def write_truth(path: Path, runtime: np.ndarray, normalizers: np.ndarray | None 
 
 
 def write_stats(path: Path, stats: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """stats.json of the dataset (sizes and ceilings per collection and split), written atomically."""
+    write_json(stats, path)

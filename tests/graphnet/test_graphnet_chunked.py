@@ -9,7 +9,7 @@ from pruned_graphs import layout_model, long_graph, make_layout_graph
 
 from pipeline.graphnet.chunked import adjacency, chunk_configs, chunked_summary
 from pipeline.graphnet.data import graph_tensors, layout_config_batch
-from pipeline.graphnet.infer import predict_graphs
+from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.tpugraphs.layouts import operand_rank, operand_slots
 
 
@@ -61,12 +61,15 @@ def test_chunked_summary_refuses_training_mode():
         chunked_summary(layout_model().train(), graph_tensors(graph), layout_config_batch(graph, np.arange(3)), 2)
 
 
+CPU = torch.device("cpu")
+
+
 def test_stage_predictions_and_rankings_unchanged():
     graphs = [long_graph(n_nodes=60, n_configs=30, seed=s, graph_id=f"g{s}") for s in range(3)]
     model = layout_model(norm="instance")
-    plain = predict_graphs(model, "layout", graphs, infer_batch=12, tta=2, seed=0, device=torch.device("cpu"))
+    plain = predict_graphs(model, "layout", graphs, InferSettings(infer_batch=12, tta=2, amp=False), 0, CPU, False, None)
     model.infer_chunk_mb = 1e-3                                             # 1 KiB: one config per chunk here
-    chunked = predict_graphs(model, "layout", graphs, infer_batch=12, tta=2, seed=0, device=torch.device("cpu"))
+    chunked = predict_graphs(model, "layout", graphs, InferSettings(infer_batch=12, tta=2, amp=False), 0, CPU, False, None)
     for graph in graphs:
         a, b = plain[graph.graph_id], chunked[graph.graph_id]
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
