@@ -29,6 +29,9 @@ from pipeline.files import write_text
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
+ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (with conf/local/) is composed instead of params.yaml, and "
+              "this stage writes over its DVC-tracked outputs (paths.*); `dvc status` shows them changed, "
+              "`dvc checkout` restores what `dvc repro` recorded")
 
 
 def repo_root() -> Path:
@@ -107,12 +110,14 @@ def load_cfg(argv: Sequence[str] | None = None, params_file: Path | None = None)
 
 
 def stage_args(description: str, argv: Sequence[str] | None = None, collection: bool = True,
-               add_flags: Callable[[argparse.ArgumentParser], None] | None = None, group: str | None = None):
+               add_flags: Callable[[argparse.ArgumentParser], None] | None = None, group: str | None = None,
+               dvc_outputs: bool = True):
     """Parse a stage's own flags (`--collection`, plus any `add_flags` adds) and load its config from the overrides.
 
     Returns (args, cfg). Used by every `pipeline.<stage>.main`. A setting the schema refuses exits with one line.
     `--help` lists the settings of conf/<group>/default.yaml (group: the running module's name unless given);
-    `--cfg job` prints the resolved configuration and exits.
+    `--cfg job` prints the resolved configuration and exits. An ad-hoc run (overrides given) of a stage whose
+    outputs DVC tracks (`dvc_outputs`) says on stderr that it writes over them.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
@@ -137,6 +142,8 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if args.cfg == "job":
         print(OmegaConf.to_yaml(cfg, resolve=True), end="")
         raise SystemExit(0)
+    if overrides and dvc_outputs:
+        print(ADHOC_NOTE, file=sys.stderr)
     exit_on_terminate()
     return args, cfg
 

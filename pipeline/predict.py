@@ -214,7 +214,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags)
+    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags,
+                           dvc_outputs=False)
     model = args.model or str(cfg.predict.model)
     top = int(cfg.predict.top if args.top is None else args.top)
     try:

@@ -51,3 +51,43 @@ def test_pipeline_config_help_and_cfg_job(capsys):
 def test_stage_help_from_the_shell_names_its_own_group():
     result = cli("pipeline.lgbm", "--help")
     assert result.returncode == 0 and "conf/lgbm/default.yaml" in result.stdout and "num_leaves:" in result.stdout
+
+
+def test_adhoc_run_says_it_writes_over_dvc_outputs(capsys):
+    stage_args("d", ["ensemble.grid_step=0.1"], collection=False)
+    assert "writes over its DVC-tracked outputs" in capsys.readouterr().err
+    stage_args("d", ["ensemble.grid_step=0.1"], collection=False, dvc_outputs=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_local_group_sticks_to_every_composition(tmp_path):
+    """An optional conf/local/default.yaml (copied from example.yaml) applies to every composition; the
+    command line still wins; with no file nothing changes."""
+    import shutil
+    from pipeline.config import compose
+
+    conf = tmp_path / "conf"
+    shutil.copytree(repo_root() / "conf", conf)
+    (conf / "local" / "default.yaml").unlink(missing_ok=True)
+    assert compose([], conf).data.name == compose([], repo_root() / "conf").data.name
+    local = (conf / "local" / "example.yaml").read_text().replace("/data/npz_all", "/mnt/tpu")
+    (conf / "local" / "default.yaml").write_text(local.replace("num_threads: 2", "num_threads: 7", 1))
+    cfg = compose([], conf)
+    assert (cfg.data.kind, cfg.data.root, cfg.gnn.num_threads) == ("tpugraphs", "/mnt/tpu", 7)
+    assert compose(["gnn.num_threads=3"], conf).gnn.num_threads == 3
+
+
+def test_experiment_presets_compose():
+    from pipeline.config import compose
+
+    smoke = compose(["+experiment=smoke"])
+    assert smoke.data.name == "synthetic_ci" and smoke.gnn.epochs == 2
+    gpu = compose(["+experiment=kaggle_gpu", "data.root=/mnt/tpu"])
+    assert (gpu.data.kind, gpu.gnn.hidden, gpu.gnn.device) == ("tpugraphs", 256, "cuda")
+
+
+def test_real_data_without_root_fails_in_one_line():
+    result = cli("pipeline.config", "data=tpugraphs")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"]
