@@ -102,6 +102,7 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
     hops = None if str(params["hops"]) == WHOLE_GRAPH else int(params["hops"])
     graph_params = GraphParams(hops=hops, pad_value=float(params["pad_value"]), dedup=str(params["dedup"]),
                                chunk_size=int(cfg.prune.chunk_size), log_mask=log_mask(cfg.prune.normalize.log_columns))
+    work_dir.mkdir(parents=True, exist_ok=True)
     result = prune_file(path, collection, SPLIT, str(path), graph_params, work_dir)
     if result.error is not None:
         raise result.error
