@@ -167,6 +167,25 @@ def group_help(group: str | None, conf_dir: Path | None = None) -> str | None:
             f"--cfg job):\n{body}")
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else os.cpu_count())."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def warn_threads(key: str, threads: int, cores: int | None = None) -> bool:
+    """Say on stderr when a thread setting (e.g. gnn.num_threads=8 of gnn=kaggle) exceeds the machine's cores,
+    which oversubscribes them and slows the run down; returns whether it warned."""
+    cores = available_cores() if cores is None else cores
+    if threads <= cores:
+        return False
+    print(f"warning: {key}={threads} but this machine has {cores} core(s); set {key}={cores} "
+          f"(or in conf/local/default.yaml) to avoid oversubscribing them", file=sys.stderr)
+    return True
+
+
 def exit_on_terminate() -> None:
     """SIGTERM / SIGHUP (a `kill`, a closed terminal, a cancelled job) raise SystemExit in the main thread, so the
     stages' try/finally blocks remove their temporary outputs instead of the process dying in place."""

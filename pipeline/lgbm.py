@@ -25,7 +25,7 @@ import pandas as pd
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.config import stage_args
+from pipeline.config import stage_args, warn_threads
 from pipeline.files import atomic_path, write_csv
 from pipeline.features.table import FeatureSpec, GraphFeaturizer
 from pipeline.predictions import Predictions, predictions_path, save_predictions
@@ -247,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # idle OpenMP threads must not spin on a busy box
     args, cfg = stage_args(__doc__, argv)
+    warn_threads("lgbm.num_threads", int(cfg.lgbm.num_threads))
     result = run(cfg, Collection.parse(args.collection))
     scores = {s: round(result[s]["score"], 4) for s in PREDICTED_SPLITS if s in result}
     print(f"lgbm {args.collection}: {scores} in {result['seconds']} s")

@@ -91,3 +91,13 @@ def test_real_data_without_root_fails_in_one_line():
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "error: setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"]
+
+
+def test_threads_above_the_cores_warn(capsys):
+    from pipeline.config import warn_threads
+
+    assert warn_threads("gnn.num_threads", 8, cores=2) is True
+    assert capsys.readouterr().err.strip() == ("warning: gnn.num_threads=8 but this machine has 2 core(s); set "
+                                               "gnn.num_threads=2 (or in conf/local/default.yaml) to avoid "
+                                               "oversubscribing them")
+    assert warn_threads("gnn.num_threads", 2, cores=2) is False and capsys.readouterr().err == ""
