@@ -29,6 +29,9 @@ from pipeline.files import write_text
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
+ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (with conf/local/) is composed instead of params.yaml, and "
+              "this stage writes over its DVC-tracked outputs (paths.*); `dvc status` shows them changed, "
+              "`dvc checkout` restores what `dvc repro` recorded")
 
 
 def repo_root() -> Path:
@@ -107,27 +110,80 @@ def load_cfg(argv: Sequence[str] | None = None, params_file: Path | None = None)
 
 
 def stage_args(description: str, argv: Sequence[str] | None = None, collection: bool = True,
-               add_flags: Callable[[argparse.ArgumentParser], None] | None = None):
+               add_flags: Callable[[argparse.ArgumentParser], None] | None = None, group: str | None = None,
+               dvc_outputs: bool = True):
     """Parse a stage's own flags (`--collection`, plus any `add_flags` adds) and load its config from the overrides.
 
     Returns (args, cfg). Used by every `pipeline.<stage>.main`. A setting the schema refuses exits with one line.
+    `--help` lists the settings of conf/<group>/default.yaml (group: the running module's name unless given);
+    `--cfg job` prints the resolved configuration and exits. An ad-hoc run (overrides given) of a stage whose
+    outputs DVC tracks (`dvc_outputs`) says on stderr that it writes over them.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
-    parser = argparse.ArgumentParser(description=description)
+    group = group or main_module_group()
+    parser = argparse.ArgumentParser(description=description, epilog=group_help(group),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cfg", choices=["job"], default=None,
+                        help="print the resolved configuration (as Hydra's --cfg job does) and exit")
     if collection:
-        parser.add_argument("--collection", required=True, help="e.g. layout-xla-random or layout:xla:random")
+        parser.add_argument("--collection", required=not any(a.startswith("--cfg") for a in rest),
+                            help="e.g. layout-xla-random or layout:xla:random")
     if add_flags is not None:
         add_flags(parser)
     args = parser.parse_args(rest)
-    if collection:
+    if collection and args.collection is not None:
         from pipeline.tpugraphs.dataset import Collection
         try:
             Collection.parse(args.collection)
         except ValueError as error:
             raise SystemExit(f"error: --collection: {error}") from None
+    cfg = cli_cfg(overrides)
+    if args.cfg == "job":
+        print(OmegaConf.to_yaml(cfg, resolve=True), end="")
+        raise SystemExit(0)
+    if overrides and dvc_outputs:
+        print(ADHOC_NOTE, file=sys.stderr)
     exit_on_terminate()
-    return args, cli_cfg(overrides)
+    return args, cfg
+
+
+def main_module_group() -> str | None:
+    """The config group of the running `python -m pipeline.<stage>` (its module name), None when unknown."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", "") or ""
+    return name.rpartition(".")[2] if name.startswith("pipeline.") else None
+
+
+def group_help(group: str | None, conf_dir: Path | None = None) -> str | None:
+    """The text of conf/<group>/default.yaml (keys, defaults, comments) for --help, with how to override them."""
+    if group is None:
+        return None
+    path = Path(conf_dir or repo_root() / CONF_DIR) / group / "default.yaml"
+    if not path.is_file():
+        return None
+    body = "\n".join(f"  {line}" for line in path.read_text().splitlines())
+    return (f"settings (conf/{group}/default.yaml; override as {group}.<key>=<value>, or see every group with "
+            f"--cfg job):\n{body}")
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else os.cpu_count())."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def warn_threads(key: str, threads: int, cores: int | None = None) -> bool:
+    """Say on stderr when a thread setting (e.g. gnn.num_threads=8 of gnn=kaggle) exceeds the machine's cores,
+    which oversubscribes them and slows the run down; returns whether it warned."""
+    cores = available_cores() if cores is None else cores
+    if threads <= cores:
+        return False
+    print(f"warning: {key}={threads} but this machine has {cores} core(s); set {key}={cores} "
+          f"(or in conf/local/default.yaml) to avoid oversubscribing them", file=sys.stderr)
+    return True
 
 
 def exit_on_terminate() -> None:
@@ -166,21 +222,35 @@ def by_search(value, key: str, kind: str, search: str | None):
     return value[entry]
 
 
+def groups_help(conf_dir: Path | None = None) -> str:
+    """`group: option, option ...` for every folder of conf/ (what `group=option` may choose)."""
+    conf_dir = Path(conf_dir or repo_root() / CONF_DIR)
+    lines = [f"  {d.name}: {', '.join(sorted(p.stem for p in d.glob('*.yaml')))}"
+             for d in sorted(conf_dir.iterdir()) if d.is_dir()]
+    return "config groups (group=option; keys: python -m pipeline.<stage> --help):\n" + "\n".join(lines)
+
+
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
     """Write cfg to params.yaml the way DVC's Hydra integration does (resolved, no comments)."""
     write_text(OmegaConf.to_yaml(cfg, resolve=True), path)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m pipeline.config [overrides]`: regenerate params.yaml from conf/."""
+    """`python -m pipeline.config [overrides]`: compose conf/ with Hydra overrides and write params.yaml (what
+    `dvc repro` runs), e.g. `data=programs_ci`, `gnn=kaggle`, `gnn.lr=3e-4`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
-    if rest:
-        raise SystemExit(f"pipeline.config takes only Hydra overrides (key=value), got {rest}")
+    parser = argparse.ArgumentParser(prog="python -m pipeline.config", description=main.__doc__,
+                                     epilog=groups_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cfg", choices=["job"], default=None, help="print the composed configuration, write nothing")
+    args = parser.parse_args(rest)
     try:
         cfg = compose(overrides)
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
+    if args.cfg == "job":
+        print(OmegaConf.to_yaml(cfg, resolve=True), end="")
+        return
     write_params(cfg)
     print(f"wrote {PARAMS_FILE} ({len(overrides)} override(s))")
 

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from pipeline.config import stage_args
+from pipeline.config import stage_args, warn_threads
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
@@ -168,6 +168,7 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__, argv)
+    warn_threads("gnn.num_threads", int(cfg.gnn.num_threads))
     collection = Collection.parse(args.collection)
     metrics = run(cfg, collection)
     if metrics is not None:

@@ -25,11 +25,11 @@ import pandas as pd
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.config import stage_args
+from pipeline.config import stage_args, warn_threads
 from pipeline.files import atomic_path, write_csv
 from pipeline.features.table import FeatureSpec, GraphFeaturizer
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.pruned import PrunedGraph, iter_split
+from pipeline.pruned import PrunedGraph, iter_split, read_index
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 MODEL = "lgbm"
@@ -72,10 +72,11 @@ class RankData:
 
 
 def build_rank_data(graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec, configs_per_graph: int,
-                    label_grades: int, max_query_rows: int, rng: np.random.Generator, desc: str = "") -> RankData:
+                    label_grades: int, max_query_rows: int, rng: np.random.Generator, desc: str = "",
+                    total: int | None = None) -> RankData:
     """Sample, label, chunk and featurise the configurations of every graph into one ranking data set."""
     features, labels, runtimes, group, offsets, names = [], [], [], [], [0], None
-    for graph in tqdm(graphs, desc=desc, unit="graph", leave=False):
+    for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         featurizer = GraphFeaturizer(graph, kind, spec)
         if names is not None and featurizer.names != names:
             raise ValueError(f"graph {graph.graph_id!r}: feature columns differ from the collection's first graph")
@@ -162,10 +163,10 @@ def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num
 
 
 def predict_split(booster, graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec, num_threads: int,
-                  desc: str = "") -> Predictions:
+                  desc: str = "", total: int | None = None) -> Predictions:
     """Scores for every original config of every graph; checked to cover each exactly once."""
     preds, n_configs = Predictions(), {}
-    for graph in tqdm(graphs, desc=desc, unit="graph", leave=False):
+    for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         preds[graph.graph_id] = predict_graph(booster, graph, kind, spec, num_threads)
         n_configs[graph.graph_id] = graph.n_configs
     preds.check_covers(n_configs, where=desc)
@@ -198,6 +199,11 @@ def write_importance(table: pd.DataFrame, csv_path: Path, png_path: Path, top: i
     plt.close(fig)
 
 
+def split_size(pruned_dir, slug: str, split: str) -> int:
+    """Graphs of one split in the pruned index (the total of the progress bars)."""
+    return int((read_index(pruned_dir, slug)["split"] == split).sum())
+
+
 def run(cfg: DictConfig, collection) -> dict:
     """Train on train, early-stop on valid, write the model, importance, predictions and metrics of one collection."""
     from pipeline import tracking
@@ -208,7 +214,8 @@ def run(cfg: DictConfig, collection) -> dict:
     settings, spec = lgbm[kind], FeatureSpec.from_cfg(lgbm)
     rng = np.random.default_rng(int(cfg.seed))
     data = {split: build_rank_data(iter_split(cfg.paths.pruned_dir, slug, split), kind, spec, limit,
-                                   int(settings.label_grades), int(lgbm.max_query_rows), rng, desc=f"{slug}/{split}")
+                                   int(settings.label_grades), int(lgbm.max_query_rows), rng, desc=f"{slug}/{split}",
+                                   total=split_size(cfg.paths.pruned_dir, slug, split))
             for split, limit in (("train", int(settings.configs_per_graph)),
                                  ("valid", int(settings.valid_configs_per_graph)))}
     booster, history = train_ranker(data["train"], data["valid"], lgbm, kind, int(cfg.seed))
@@ -223,7 +230,8 @@ def run(cfg: DictConfig, collection) -> dict:
                      f"LightGBM {collection.name}: top features by gain")
 
     preds = {split: predict_split(booster, iter_split(cfg.paths.pruned_dir, slug, split), kind, spec,
-                                  int(lgbm.num_threads), desc=f"predict {slug}/{split}") for split in PREDICTED_SPLITS}
+                                  int(lgbm.num_threads), desc=f"predict {slug}/{split}",
+                                  total=split_size(cfg.paths.pruned_dir, slug, split)) for split in PREDICTED_SPLITS}
     for split, split_preds in preds.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, MODEL, slug, split))
     extra = {"seconds": round(time.perf_counter() - started, 3), "fit_seconds": round(fit_seconds, 3),
@@ -247,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # idle OpenMP threads must not spin on a busy box
     args, cfg = stage_args(__doc__, argv)
+    warn_threads("lgbm.num_threads", int(cfg.lgbm.num_threads))
     result = run(cfg, Collection.parse(args.collection))
     scores = {s: round(result[s]["score"], 4) for s in PREDICTED_SPLITS if s in result}
     print(f"lgbm {args.collection}: {scores} in {result['seconds']} s")

@@ -124,3 +124,10 @@ def test_run_writes_the_stage_outputs(cfg, tmp_path, monkeypatch):
     assert "disagree_edges" in (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.csv").read_text()
     test = load_predictions(tmp_path / "predictions_dir" / "lgbm" / SLUG / "test.npz")
     assert sorted(test) == ["test0", "test1"] and len(test["test0"]) == 60
+
+
+def test_split_size_counts_the_split_rows_of_the_index(cfg, pruned_dir):
+    from pipeline.lgbm import split_size
+
+    graphs = {split: sum(1 for _ in iter_split(pruned_dir, SLUG, split)) for split in ("train", "valid")}
+    assert {split: split_size(pruned_dir, SLUG, split) for split in graphs} == graphs and graphs["train"] > 0

@@ -74,3 +74,28 @@ def test_real_download_layout_gives_the_same_submission(repo, tmp_path_factory):
     assert "valid submission" in out.stdout
     shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], dest, env).stdout
     assert "tpugraphs" in shown
+
+
+@pytest.mark.slow
+def test_readme_exp_show_filter_shows_the_summary_scores(repo):
+    """The README's `dvc exp show` line, run verbatim, shows every model's valid Kaggle score from summary.json."""
+    import json
+    import re
+    import shlex
+    from conftest import ROOT
+
+    dest, env = repo
+    line = next(l for l in (ROOT / "README.md").read_text().splitlines()
+                if l.startswith("dvc exp show") and "--keep" in l)
+    command = shlex.split(line.split("   #")[0])
+    shown = run([str(BIN / "dvc"), *command[1:]], dest, env).stdout
+    summary = json.loads((dest / "metrics" / "summary.json").read_text())
+    header = shown.splitlines()[0]
+    for model in ("heuristic", "lgbm", "gnn", "ensemble"):
+        assert f"{model}.valid.kaggle" in header
+    workspace = next(l for l in shown.splitlines() if l.startswith("| workspace"))
+    cells = [c.strip() for c in workspace.strip("|").split("|")]
+    names = [c.strip() for c in header.strip("|").split("|")]
+    shown_score = float(cells[names.index("ensemble.valid.kaggle")])
+    assert shown_score == pytest.approx(summary["ensemble"]["valid"]["kaggle"], rel=1e-4)
+    assert re.search(r"gnn\.lr", header)

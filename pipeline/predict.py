@@ -1,0 +1,269 @@
+"""Command predict: rank the configurations of any graph file (or folder of them) with the trained models.
+
+`python -m pipeline.predict PATH [--model ensemble|gnn|lgbm|heuristic] [--collection C] [--top K] [--out CSV]
+[overrides]` reads `.npz` files in the official format, prunes each one the way stage `prune` pruned its
+collection (the hops, padding and train-fitted node-feature normaliser saved in `<pruned_dir>/<slug>/`, through
+`pipeline.pruning.graph`), scores every configuration with the model the stages wrote under
+`<models_dir>/<model>/<slug>/` (the ensemble blends its members with the weights stage `ensemble` chose, read
+from `<metrics_dir>/ensemble/<slug>.json`), prints the K predicted fastest configurations per graph and writes
+the whole ranking to a CSV (columns RANKING_COLUMNS; rank 1 = predicted fastest).
+
+A file's collection comes from its path when it sits in the official tree (`.../layout/xla/random/...`), else
+from `--collection`. A graph of another kind than the model's (a tile file for a layout model) is refused with
+one line. The CSV goes to `--out`, or `<predict.run_dir>/<model>-<slug or mixed>-<time>.csv`; a path inside a
+folder the DVC stages write is refused.
+
+A single file that is not an `.npz` is read as HLO module text (`.compile().as_text()`, an XLA dump): it is
+featurised first (`pipeline.featurize`, settings `featurize`) into the collections of `featurize.collections`,
+and each graph is ranked with its own collection's model.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig
+
+from pipeline.config import stage_args
+from pipeline.files import write_csv
+from pipeline.predictions import Predictions
+from pipeline.pruned import PrunedGraph, WHOLE_GRAPH, collection_dir, load_pruned_graph, REPORT_FILE
+from pipeline.pruning.graph import GraphParams, prune_file, write_normalized
+from pipeline.pruning.normalize import Normalizer, log_mask
+from pipeline.scoring.evaluate import metrics_file
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, load_graph
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.npz import list_members
+
+MODELS = ("ensemble", "gnn", "lgbm", "heuristic")
+SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
+RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
+STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", "models_dir", "predictions_dir", "metrics_dir", "plots_dir",
+                      "submissions_dir")
+
+
+class PredictError(ValueError):
+    """Input predict cannot rank (one line: the file and what was expected)."""
+
+
+def file_kind(path: Path) -> str:
+    """`tile` or `layout`, from the keys of an npz (config_feat vs node_config_feat)."""
+    members = list_members(path)
+    if "node_config_feat" in members:
+        return "layout"
+    if "config_feat" in members:
+        return "tile"
+    raise PredictError(f"{path}: neither node_config_feat (layout) nor config_feat (tile) found; "
+                       f"keys {sorted(members)}")
+
+
+def path_collection(path: Path) -> Collection | None:
+    """The collection whose folder (e.g. layout/xla/random) the path lies in, or None."""
+    parts = Path(path).resolve().parts
+    for collection in COLLECTIONS:
+        sub = collection.subdir.parts
+        if any(parts[i:i + len(sub)] == sub for i in range(len(parts) - len(sub) + 1)):
+            return collection
+    return None
+
+
+def input_files(path: Path) -> list[Path]:
+    """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted)."""
+    path = Path(path)
+    files = sorted(path.rglob("*.npz")) if path.is_dir() else [path]
+    if not files or not all(f.is_file() for f in files):
+        raise PredictError(f"{path}: expected an .npz graph file or a folder holding some")
+    return files
+
+
+def resolve_collection(path: Path, given: str | None) -> Collection:
+    """The model collection a file is ranked with; refuses a file whose kind differs from it."""
+    collection = Collection.parse(given) if given else path_collection(path)
+    if collection is None:
+        raise PredictError(f"{path}: collection unknown (not under an official layout/... or tile/xla folder); "
+                           f"pass --collection")
+    kind = file_kind(path)
+    if kind != collection.kind:
+        raise PredictError(f"{path}: a {kind} graph, but the {collection.name} model ranks {collection.kind} graphs")
+    return collection
+
+
+def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_dir: Path) -> PrunedGraph:
+    """Prune one new file with the settings and train-fitted normaliser stage prune saved for its collection."""
+    saved = collection_dir(cfg.paths.pruned_dir, collection.slug)
+    report_path, normalizer_path = saved / REPORT_FILE, saved / "normalizer.json"
+    for needed in (report_path, normalizer_path):
+        if not needed.is_file():
+            raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
+    params = json.loads(report_path.read_text())["params"]
+    hops = None if str(params["hops"]) == WHOLE_GRAPH else int(params["hops"])
+    graph_params = GraphParams(hops=hops, pad_value=float(params["pad_value"]), dedup=str(params["dedup"]),
+                               chunk_size=int(cfg.prune.chunk_size), log_mask=log_mask(cfg.prune.normalize.log_columns))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    result = prune_file(path, collection, SPLIT, str(path), graph_params, work_dir)
+    if result.error is not None:
+        raise result.error
+    folder = work_dir / result.graph_id
+    write_normalized(folder, Normalizer.load(normalizer_path))
+    return load_pruned_graph(folder, mmap=False)
+
+
+def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
+    """float64 [configs] scores of one single model (lower = predicted faster), in the file's config order."""
+    model_dir = Path(cfg.paths.models_dir) / model / collection.slug
+    if model == "heuristic":
+        from pipeline.heuristic import layout_scores, tile_scores
+        raw = load_graph(path, collection, SPLIT)
+        return tile_scores(raw.config_feat) if collection.kind == "tile" else layout_scores(raw, cfg.heuristic.chunk_size)
+    if model == "lgbm":
+        import lightgbm as lgb
+        from pipeline.features.table import FeatureSpec
+        from pipeline.lgbm import predict_graph
+        model_file = model_dir / "model.txt"
+        if not model_file.is_file():
+            raise PredictError(f"{model_file}: missing; run stage lgbm for {collection.slug} first")
+        booster = lgb.Booster(model_file=str(model_file))
+        return predict_graph(booster, graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads))
+    if model == "gnn":
+        from pipeline.gnn import gst_settings
+        from pipeline.graphnet import checkpoint as ckpt
+        from pipeline.graphnet.gst import SegmentCache
+        from pipeline.graphnet.infer import InferSettings, predict_graphs
+        from pipeline.graphnet.train_loop import pick_device
+        model_file = model_dir / ckpt.MODEL_FILE
+        if not model_file.is_file():
+            raise PredictError(f"{model_file}: missing; run stage gnn for {collection.slug} first")
+        device = pick_device(str(cfg.gnn.device))
+        net, _ = ckpt.load_model(model_file, map_location=device)
+        gst = gst_settings(cfg.gnn, collection)
+        segments = None if gst is None else SegmentCache(gst, net.spec.layers + 1, device, keep=False)
+        preds = predict_graphs(net.to(device), collection.kind, [graph], InferSettings.from_cfg(cfg.gnn),
+                               int(cfg.seed), device, progress=False, segments=segments)
+        return preds[graph.graph_id]
+    raise PredictError(f"--model {model!r}: expected one of {MODELS}")
+
+
+def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float]:
+    """The member weights stage ensemble chose on valid for this collection (its metrics file)."""
+    path = metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug)
+    if not path.is_file():
+        raise PredictError(f"{path}: missing; run stage ensemble for {collection.slug} first")
+    weights = json.loads(path.read_text()).get("weights")
+    if not isinstance(weights, dict) or not weights:
+        raise PredictError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+    return {str(m): float(w) for m, w in weights.items()}
+
+
+def graph_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
+    """float64 [configs]: the model's scores; the ensemble blends its members with the stage's weights."""
+    if model != "ensemble":
+        return member_scores(cfg, model, collection, path, graph)
+    from pipeline.ensemble import blend
+    weights = ensemble_weights(cfg, collection)
+    members = []
+    for name in weights:
+        one = Predictions()
+        one[graph.graph_id] = member_scores(cfg, name, collection, path, graph)
+        members.append(one)
+    return blend(members, np.array(list(weights.values())), str(cfg.ensemble.normalize))[graph.graph_id]
+
+
+def ranking_table(path: Path, collection: Collection, model: str, graph_id: str, scores: np.ndarray) -> pd.DataFrame:
+    """Every config of one graph, best first (stable on ties): RANKING_COLUMNS."""
+    order = np.argsort(scores, kind="stable")
+    return pd.DataFrame({"source_file": str(path), "collection": collection.name, "model": model,
+                         "graph_id": graph_id, "rank": np.arange(1, len(order) + 1), "config_index": order,
+                         "score": np.asarray(scores, dtype=np.float64)[order]}, columns=RANKING_COLUMNS)
+
+
+def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: str | None) -> pd.DataFrame:
+    """The ranking of every file (all checked before any is scored)."""
+    from tqdm import tqdm
+
+    jobs = [(f, resolve_collection(f, collection)) for f in files]
+    tables = []
+    with tempfile.TemporaryDirectory(prefix="predict-") as work:
+        for i, (path, coll) in enumerate(tqdm(jobs, desc=f"predict {model}", unit="graph", disable=len(jobs) < 2)):
+            graph = prune_new_graph(cfg, path, coll, Path(work) / str(i))
+            tables.append(ranking_table(path, coll, model, graph.graph_id, graph_scores(cfg, model, coll, path, graph)))
+    return pd.concat(tables, ignore_index=True)
+
+
+def is_hlo_text(path: Path) -> bool:
+    """A single file that is not an npz: HLO module text (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...)."""
+    return path.is_file() and path.suffix != ".npz"
+
+
+def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
+    """Rank an npz file or folder; HLO text is first featurised (`pipeline.hlo`, settings `featurize`) into the
+    collections of `featurize.collections`, each graph then ranked by its own collection's model."""
+    if not is_hlo_text(path):
+        return rank_files(cfg, input_files(path), model, collection)
+    if collection is not None:
+        raise PredictError(f"{path}: HLO text yields graphs of several collections; drop --collection")
+    from pipeline.featurize import FeaturizeSettings, featurize
+    from pipeline.hlo.featurize import HloParseError
+
+    with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:
+        try:
+            featurize([path], Path(work), FeaturizeSettings.from_cfg(cfg.featurize), progress=False)
+        except (HloParseError, ValueError) as error:
+            raise PredictError(str(error)) from None
+        files = sorted(Path(work).rglob("*.npz"))
+        if not files:
+            raise PredictError(f"{path}: no graph to rank (no convolution, dot or reshape; no fused kernel)")
+        table = rank_files(cfg, files, model, None)
+    table["source_file"] = str(path)
+    return table
+
+
+def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str]) -> Path:
+    """--out, or a new file under predict.run_dir; refused inside a folder the DVC stages write."""
+    if out is None:
+        tag = next(iter(slugs)) if len(slugs) == 1 else "mixed"
+        out = Path(cfg.predict.run_dir) / f"{model}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+    path = Path(out).resolve()
+    for key in STAGE_OUTPUT_PATHS:
+        owned = Path(cfg.paths[key]).resolve()
+        if path == owned or owned in path.parents:
+            raise PredictError(f"--out {out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write; "
+                               f"choose a path elsewhere")
+    return Path(out)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="an .npz graph file (official format), a folder of them, or HLO text")
+    parser.add_argument("--model", choices=MODELS, default=None, help="default: predict.model")
+    parser.add_argument("--collection", default=None, help="the model's collection when the path does not say it")
+    parser.add_argument("--top", type=int, default=None, help="configs printed per graph (default: predict.top)")
+    parser.add_argument("--out", default=None, help="the CSV written (default: under predict.run_dir)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags,
+                           dvc_outputs=False)
+    model = args.model or str(cfg.predict.model)
+    top = int(cfg.predict.top if args.top is None else args.top)
+    try:
+        if model not in MODELS:
+            raise PredictError(f"predict.model={model!r}: expected one of {MODELS}")
+        table = rank_path(cfg, Path(args.path), model, args.collection)
+        out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
+    except (PredictError, TpuGraphsFormatError) as error:
+        raise SystemExit(f"error: {error}") from None
+    for (source, graph_id), rows in table.groupby(["source_file", "graph_id"], sort=False):
+        best = ", ".join(str(i) for i in rows["config_index"].head(top))
+        print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
+    write_csv(table, out)
+    print(f"wrote {out} ({len(table)} rows)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,103 @@
+"""The command line of the stages and of pipeline.config: --help lists settings, --cfg job prints the config."""
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from pipeline.config import repo_root
+from pipeline.config import group_help, groups_help, main, stage_args
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", *args], cwd=repo_root(), capture_output=True, text=True)
+
+
+def test_group_help_lists_keys_defaults_and_comments(tmp_path):
+    (tmp_path / "lgbm").mkdir()
+    (tmp_path / "lgbm" / "default.yaml").write_text("num_leaves: 31   # leaves per tree\n")
+    text = group_help("lgbm", tmp_path)
+    assert "override as lgbm.<key>=<value>" in text and "  num_leaves: 31   # leaves per tree" in text
+    assert group_help("nothing_here", tmp_path) is None and group_help(None) is None
+
+
+def test_stage_help_shows_its_group_file(capsys):
+    with pytest.raises(SystemExit) as stop:
+        stage_args("d", ["--help"], group="ensemble")
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "grid_step: 0.05" in out and "# weight grid resolution on the simplex" in out and "--cfg" in out
+
+
+def test_cfg_job_prints_the_resolved_config_with_overrides(capsys):
+    with pytest.raises(SystemExit) as stop:
+        stage_args("d", ["--cfg", "job", "ensemble.grid_step=0.1"])     # no --collection needed to look
+    assert stop.value.code == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["ensemble"]["grid_step"] == 0.1 and printed["paths"]["models_dir"] == "models"
+
+
+def test_pipeline_config_help_and_cfg_job(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "gnn: default, gst, kaggle" in out and "data=programs_ci" in out
+    main(["--cfg", "job", "gnn=kaggle"])               # prints, writes nothing
+    assert yaml.safe_load(capsys.readouterr().out)["gnn"]["hidden"] == 256
+    assert "data: " in groups_help()
+
+
+def test_stage_help_from_the_shell_names_its_own_group():
+    result = cli("pipeline.lgbm", "--help")
+    assert result.returncode == 0 and "conf/lgbm/default.yaml" in result.stdout and "num_leaves:" in result.stdout
+
+
+def test_adhoc_run_says_it_writes_over_dvc_outputs(capsys):
+    stage_args("d", ["ensemble.grid_step=0.1"], collection=False)
+    assert "writes over its DVC-tracked outputs" in capsys.readouterr().err
+    stage_args("d", ["ensemble.grid_step=0.1"], collection=False, dvc_outputs=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_local_group_sticks_to_every_composition(tmp_path):
+    """An optional conf/local/default.yaml (copied from example.yaml) applies to every composition; the
+    command line still wins; with no file nothing changes."""
+    import shutil
+    from pipeline.config import compose
+
+    conf = tmp_path / "conf"
+    shutil.copytree(repo_root() / "conf", conf)
+    (conf / "local" / "default.yaml").unlink(missing_ok=True)
+    assert compose([], conf).data.name == compose([], repo_root() / "conf").data.name
+    local = (conf / "local" / "example.yaml").read_text().replace("/data/npz_all", "/mnt/tpu")
+    (conf / "local" / "default.yaml").write_text(local.replace("num_threads: 2", "num_threads: 7", 1))
+    cfg = compose([], conf)
+    assert (cfg.data.kind, cfg.data.root, cfg.gnn.num_threads) == ("tpugraphs", "/mnt/tpu", 7)
+    assert compose(["gnn.num_threads=3"], conf).gnn.num_threads == 3
+
+
+def test_experiment_presets_compose():
+    from pipeline.config import compose
+
+    smoke = compose(["+experiment=smoke"])
+    assert smoke.data.name == "programs_ci" and smoke.gnn.epochs == 2
+    gpu = compose(["+experiment=kaggle_gpu", "data.root=/mnt/tpu"])
+    assert (gpu.data.kind, gpu.gnn.hidden, gpu.gnn.device) == ("tpugraphs", 256, "cuda")
+
+
+def test_real_data_without_root_fails_in_one_line():
+    result = cli("pipeline.config", "data=tpugraphs")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"]
+
+
+def test_threads_above_the_cores_warn(capsys):
+    from pipeline.config import warn_threads
+
+    assert warn_threads("gnn.num_threads", 8, cores=2) is True
+    assert capsys.readouterr().err.strip() == ("warning: gnn.num_threads=8 but this machine has 2 core(s); set "
+                                               "gnn.num_threads=2 (or in conf/local/default.yaml) to avoid "
+                                               "oversubscribing them")
+    assert warn_threads("gnn.num_threads", 2, cores=2) is False and capsys.readouterr().err == ""
