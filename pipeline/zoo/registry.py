@@ -14,6 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
+from pipeline.tpugraphs.schema import SPLITS
 from pipeline.zoo import cnn, recurrent, transformer
 from pipeline.zoo.common import Family, Size
 
@@ -58,16 +59,23 @@ def _rng(seed: int, *key: str) -> np.random.Generator:
 def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
     """The dataset's programs: counts {source: {split: n}}, grids {"train"|"test": size grid}.
 
-    Names are unique within a (source, split); a split asking for more programs than its grid holds raises.
+    Names are unique within a source across all its splits: splits drawing from the same grid (train and valid)
+    draw without replacement from one pool, so no program is in two splits (a label leak into model selection).
+    A source asking for more programs than its grid holds raises.
     """
     out = []
     for source, per_split in counts.items():
         if source not in SOURCES:
             raise KeyError(f"data.generator.programs: unknown source {source!r}; expected {list(SOURCES)}")
         families = SOURCES[source]
-        for split, n in per_split.items():
+        unknown = sorted(set(per_split) - set(SPLITS))
+        if unknown:
+            raise KeyError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
+        pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+        for split in [s for s in SPLITS if s in per_split]:
+            n = per_split[split]
             rng = _rng(seed, "programs", source, split)
-            pool = {f: [s for s in grid_sizes(grids[SPLIT_GRID[split]])] for f in families}
+            pool = pools[SPLIT_GRID[split]]
             start = int(rng.integers(len(families)))
             for i in range(int(n)):
                 family = families[(start + i) % len(families)]

@@ -29,13 +29,18 @@ def test_test_programs_are_larger_than_train_programs():
         assert min(getattr(s, key) for s in test) > max(getattr(s, key) for s in train), key
 
 
-def test_names_unique_per_split_and_deterministic():
+def test_names_unique_across_splits_and_deterministic():
     a, b = programs(COUNTS, GRIDS, seed=0), programs(COUNTS, GRIDS, seed=0)
     assert a == b and programs(COUNTS, GRIDS, seed=1) != a
     for source in COUNTS:
         for split in ("train", "valid", "test"):
-            names = [p.name for p in a if p.source == source and p.split == split]
-            assert len(names) == len(set(names)) == COUNTS[source][split]
+            assert len([p for p in a if p.source == source and p.split == split]) == COUNTS[source][split]
+        names = [p.name for p in a if p.source == source]      # train and valid share a grid: no program in both
+        assert len(names) == len(set(names))
+    one_size = {"train": {**GRIDS["train"], "batch": [2], "width": [16], "depth": [1], "dtype": ["f32"]},
+                "test": GRIDS["test"]}
+    with pytest.raises(ValueError, match="more than"):    # one size per family: train takes both, none left for valid
+        programs({"nlp": {"train": 2, "valid": 2}}, one_size, seed=0)
 
 
 def test_grid_and_counts_errors_name_the_key():
@@ -46,3 +51,5 @@ def test_grid_and_counts_errors_name_the_key():
         programs({"nlp": {"test": 5}}, GRIDS, seed=0)
     with pytest.raises(KeyError, match="source"):
         programs({"vision": {"train": 1}}, GRIDS, seed=0)
+    with pytest.raises(KeyError, match="unknown splits"):
+        programs({"nlp": {"training": 1}}, GRIDS, seed=0)
