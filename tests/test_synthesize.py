@@ -14,7 +14,7 @@ from pipeline.config import compose
 from pipeline.scoring.metrics import graph_score
 from pipeline.zoo import common
 from pipeline.synthesize import format_stats, main, run
-from pipeline.tpugraphs.dataset import COLLECTIONS, graph_paths, load_graph
+from pipeline.tpugraphs.dataset import COLLECTIONS, check_disjoint_splits, graph_paths, load_graph
 from pipeline.tpugraphs.schema import SPLITS
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -38,6 +38,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 def test_every_file_loads_with_official_dtypes(ci_dir):
     for collection in COLLECTIONS:
+        check_disjoint_splits(ci_dir / "npz", collection)        # no graph in two splits (what prune refuses)
         for split in SPLITS:
             paths = graph_paths(ci_dir / "npz", collection, split)
             assert paths, f"no files for {collection.name} {split}"
