@@ -2,7 +2,8 @@
 
 `atomic_path(path)` yields a temporary sibling `<name>.tmp` (a leftover of an earlier, killed run is removed
 first); the caller writes the file (or fills the folder) there, and on a clean exit it replaces `path` (a folder
-`path` is removed first); on an exception the temporary is removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases.
+`path` is removed first); on an exception the temporary is removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases;
+`read_json` reads back a JSON object with a one-line error naming the file.
 """
 from __future__ import annotations
 
@@ -56,3 +57,15 @@ def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a CSV atomically, without the index."""
     with atomic_path(path) as tmp:
         table.to_csv(tmp, index=False)
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """A JSON object from `path`; ValueError naming the file when it is not valid JSON or not an object."""
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(payload).__name__}")
+    return payload

@@ -15,13 +15,13 @@ mirrored here so the notebooks need neither torch nor LightGBM):
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from pipeline.files import read_json
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
 from pipeline.scoring.evaluate import metrics_file, per_graph_file, scatter_file
@@ -36,18 +36,6 @@ SUBMIT_METRICS = "submit.json"
 CEILING = "ceiling"          # pseudo-model: the score of ranking by the dataset's noise-free cost model
 
 Found = tuple[pd.DataFrame, list[Path]]
-
-
-def read_json(path: str | Path) -> dict:
-    """A JSON object from `path`; ValueError naming the file when it is not valid JSON or not an object."""
-    path = Path(path)
-    try:
-        payload = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(payload, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(payload).__name__}")
-    return payload
 
 
 def read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:

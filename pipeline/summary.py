@@ -13,7 +13,6 @@ A split a metrics file lacks (the real test split has no truth) is left out of t
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -21,7 +20,7 @@ from typing import Mapping, Sequence
 from omegaconf import DictConfig
 
 from pipeline.config import stage_args
-from pipeline.files import write_json
+from pipeline.files import read_json, write_json
 from pipeline.scoring import metrics
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection
@@ -38,13 +37,7 @@ def read_collection_metrics(path: Path) -> dict:
     """One stage's metrics JSON of one collection; a missing or malformed file is a one-line error naming it."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no metrics file; run the stage that writes it first (dvc repro)")
-    try:
-        payload = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(payload, dict):
-        raise ValueError(f"{path}: expected a JSON object of splits, found {type(payload).__name__}")
-    return payload
+    return read_json(path)
 
 
 def split_summary(scores: Mapping[str, float]) -> dict:

@@ -40,5 +40,5 @@ def test_missing_or_broken_metrics_file_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="gnn/tile-xla.json: no metrics file"):
         summarize(tmp_path, ["gnn"], [TILE], ["valid"])
     (tmp_path / "bad.json").write_text("{oops")
-    with pytest.raises(ValueError, match="bad.json: not JSON"):
+    with pytest.raises(ValueError, match="bad.json: not valid JSON"):
         read_collection_metrics(tmp_path / "bad.json")
