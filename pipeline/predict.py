@@ -141,7 +141,7 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
         if not model_file.is_file():
             raise PredictError(f"{model_file}: missing; run stage gnn for {collection.slug} first")
         device = pick_device(str(cfg.gnn.device))
-        net, _ = ckpt.load_model(model_file, map_location=device)
+        net, _ = ckpt.load_model(model_file, map_location=device, infer_chunk_mb=cfg.gnn.infer_chunk_mb)
         gst = gst_settings(cfg.gnn, collection)
         segments = None if gst is None else SegmentCache(gst, net.spec.layers + 1, device, keep=False)
         preds = predict_graphs(net.to(device), collection.kind, [graph], InferSettings.from_cfg(cfg.gnn),

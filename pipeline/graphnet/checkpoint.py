@@ -99,8 +99,10 @@ def save_model(model: nn.Module, spec: ModelSpec, path: str | Path, meta: dict |
     save_atomic({"spec": spec.to_dict(), "state_dict": weights, "meta": dict(meta or {})}, path)
 
 
-def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
-    """Rebuild a model saved by `save_model`; returns (model in eval mode, meta)."""
+def load_model(path: str | Path, map_location: str | torch.device = "cpu",
+               infer_chunk_mb: float | None = None) -> tuple[nn.Module, dict]:
+    """Rebuild a model saved by `save_model`; returns (model in eval mode, meta). `infer_chunk_mb` as in
+    `build_model` (`gnn.infer_chunk_mb`: the stage's own inference path, so scores match its predictions)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no GNN model here; run the gnn stage")
@@ -108,7 +110,7 @@ def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> tu
     for key in ("spec", "state_dict"):
         if key not in payload:
             raise CheckpointError(f"{path}: key {key!r} missing; expected a model written by save_model")
-    model = build_model(ModelSpec(**payload["spec"]))
+    model = build_model(ModelSpec(**payload["spec"]), infer_chunk_mb)
     model.load_state_dict(payload["state_dict"])
     return model.eval(), payload.get("meta", {})
 
