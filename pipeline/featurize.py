@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from pipeline.config import load_cfg, split_overrides
 from pipeline.costmodel.tile import TileCostParams
+from pipeline.files import remove
 from pipeline.hlo.featurize import (HloModule, HloParseError, SearchParams, TileSearch, layout_configs,
                                     layout_program, parse_module, tile_configs, tile_programs)
 from pipeline.synth import writer
@@ -137,18 +138,11 @@ def validate_folder(folder: Path, collection: Collection) -> None:
 def _swap_in(staged: Path, final: Path) -> None:
     """Replace `final` (a folder or a link) by `staged` with renames only."""
     retired = final.with_name(final.name + RETIRED)
-    _remove(retired)
+    remove(retired)
     if final.is_symlink() or final.exists():
         final.rename(retired)
     staged.rename(final)
-    _remove(retired)
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+    remove(retired)
 
 
 def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> int:
@@ -165,7 +159,7 @@ def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) ->
                 raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
             final = out / NPZ_SUBDIR / collection.subdir / split
             staged = final.with_name(split + STAGING)
-            _remove(staged)
+            remove(staged)
             staged.mkdir(parents=True)
             for path in sorted(folder.glob("*.npz")):
                 try:
@@ -185,7 +179,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
     programs = read_programs([Path(p) for p in paths])
     folders = {c.slug: out / NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
     for folder in folders.values():
-        _remove(folder)
+        remove(folder)
         folder.mkdir(parents=True)
     counts = dict.fromkeys(folders, 0)
     for stem, module in tqdm(programs, desc="featurize", unit="program", disable=not progress):
@@ -200,8 +194,8 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
         if counts[c.slug]:
             _swap_in(folders[c.slug], final)
         else:
-            _remove(folders[c.slug])
-            _remove(final)
+            remove(folders[c.slug])
+            remove(final)
     if train_from is not None:
         link_train_from(train_from, out, written)
     return counts

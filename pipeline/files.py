@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
+    """Remove a file, a link or a folder tree at `path`, if there is one."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:
@@ -31,14 +32,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp")
-    _remove(tmp)
+    remove(tmp)
     try:
         yield tmp
     except BaseException:
-        _remove(tmp)
+        remove(tmp)
         raise
     if tmp.is_dir() and path.exists():
-        _remove(path)
+        remove(path)
     os.replace(tmp, path)
 
 

@@ -29,14 +29,15 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.config import stage_args
+from pipeline.prune import PruneParams
 from pipeline.files import write_csv
 from pipeline.predictions import Predictions
-from pipeline.pruned import PrunedGraph, WHOLE_GRAPH, collection_dir, load_pruned_graph, REPORT_FILE
-from pipeline.pruning.graph import GraphParams, prune_file, write_normalized
-from pipeline.pruning.normalize import Normalizer, log_mask
+from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
+from pipeline.pruning.graph import prune_file, write_normalized
+from pipeline.pruning.normalize import Normalizer
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, load_graph
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
@@ -102,10 +103,9 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
     for needed in (report_path, normalizer_path):
         if not needed.is_file():
             raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
-    params = json.loads(report_path.read_text())["params"]
-    hops = None if str(params["hops"]) == WHOLE_GRAPH else int(params["hops"])
-    graph_params = GraphParams(hops=hops, pad_value=float(params["pad_value"]), dedup=str(params["dedup"]),
-                               chunk_size=int(cfg.prune.chunk_size), log_mask=log_mask(cfg.prune.normalize.log_columns))
+    saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
+    prune_cfg = OmegaConf.merge(cfg.prune, {key: saved[key] for key in ("hops", "pad_value", "dedup")})
+    graph_params = PruneParams.from_cfg(prune_cfg).graph_params()
     work_dir.mkdir(parents=True, exist_ok=True)
     result = prune_file(path, collection, SPLIT, str(path), graph_params, work_dir)
     if result.error is not None:

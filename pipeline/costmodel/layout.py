@@ -32,10 +32,11 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
+from pipeline.costmodel import params_from_cfg
 from pipeline.costmodel import opclasses
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
@@ -60,8 +61,7 @@ class LayoutCostParams:
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "LayoutCostParams":
         """From the `synthesize.layout_cost` config section (lists become tuples)."""
-        return cls(**{k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
-                      for k, v in dict(cfg).items()})
+        return params_from_cfg(cls, cfg)
 
 
 def itemsize(dtype: str) -> int:

@@ -15,10 +15,11 @@ Model (constants in conf/synthesize/default.yaml, `tile_cost`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
+from pipeline.costmodel import params_from_cfg
 from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
 
 KERNEL_BOUNDS, OUTPUT_BOUNDS, INPUT_BOUNDS = 0, 8, 16   # first column of each 8-wide group (6 dims, sum, product)
@@ -40,8 +41,7 @@ class TileCostParams:
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "TileCostParams":
-        return cls(**{k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
-                      for k, v in dict(cfg).items()})
+        return params_from_cfg(cls, cfg)
 
 
 @dataclass(frozen=True)
