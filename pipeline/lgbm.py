@@ -4,9 +4,14 @@ One query per graph: train configurations (de-duplicated kept rows) are sampled 
 and chunked into queries of at most `lgbm.max_query_rows` rows (LightGBM refuses more than 10000).
 Relevance labels are runtime-quantile grades within the graph: with q = (configs of the graph strictly faster) /
 (configs of the graph), label = G - 1 - floor(q * G) for G = `label_grades`, so the fastest get G - 1, ties share
-a grade and each grade holds about 1/G of the graph. Early stopping watches one metric on valid
+a grade and each grade holds about 1/G of the graph. LightGBM's default label_gain has 31 entries and refuses a
+label past it; the explicit gains passed here allow any number of lambdarank grades (at most a query's rows make
+sense), while rank_xendcg ignores label_gain and computes 2^label in a 32-bit int (31 grades at most).
+Early stopping watches one metric on valid
 (`first_metric_only`): by default the collection's own score (mean per-graph Kendall tau for layout, tile score for
-tile) through a custom eval; `eval_metric=ndcg` uses LightGBM's ndcg@k instead. Predictions are minus the
+tile) through a custom eval; `eval_metric=ndcg` uses LightGBM's ndcg@k instead. Every run records its best and
+last boosting round and whether it `stopped` at a plateau (patience exhausted) or at the `num_boost_round` budget
+(warned on stderr: the model may not have converged). Predictions are minus the
 predicted relevance (lower = faster), expanded to every original config through `config_inverse`.
 
 Outputs: `<models_dir>/lgbm/<slug>/model.txt`, `<plots_dir>/lgbm/<slug>/importance.{png,csv}`,
@@ -15,6 +20,7 @@ Outputs: `<models_dir>/lgbm/<slug>/model.txt`, `<plots_dir>/lgbm/<slug>/importan
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +40,8 @@ from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 MODEL = "lgbm"
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
-LIGHTGBM_DEFAULT_GRADES = 31        # length of LightGBM's default label_gain
+LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30
+LABEL_GAINS = ("linear", "exponential")
 
 
 def relevance_labels(runtime: np.ndarray, grades: int) -> np.ndarray:
@@ -76,6 +83,7 @@ def build_rank_data(graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec,
                     total: int | None = None) -> RankData:
     """Sample, label, chunk and featurise the configurations of every graph into one ranking data set."""
     features, labels, runtimes, group, offsets, names = [], [], [], [], [0], None
+    total = len(graphs) if total is None and hasattr(graphs, "__len__") else total   # n/N, never a bare count
     for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         featurizer = GraphFeaturizer(graph, kind, spec)
         if names is not None and featurizer.names != names:
@@ -96,17 +104,34 @@ def build_rank_data(graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec,
                     np.concatenate(runtimes), names)
 
 
+def max_label_grades(objective: str) -> int:
+    """The most relevance grades LightGBM accepts for an objective given explicit label gains (see docstring)."""
+    return LIGHTGBM_XENDCG_GRADES if objective == "rank_xendcg" else LIGHTGBM_MAX_QUERY_ROWS
+
+
+def label_gains(kind_name: str, gain: str, grades: int) -> list[float]:
+    """LightGBM label_gain for grades 0..grades-1: `linear` (g) or `exponential` (2^g - 1)."""
+    if gain == "linear":
+        return [float(g) for g in range(grades)]
+    if gain == "exponential":
+        return [float(2.0 ** g - 1) for g in range(grades)]
+    raise ValueError(f"lgbm.{kind_name}.label_gain: expected one of {list(LABEL_GAINS)}, found {gain!r}")
+
+
 def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
-    """LightGBM parameters of one collection kind; deterministic for a fixed seed and num_threads."""
+    """LightGBM parameters of one collection kind; deterministic for a fixed seed and num_threads.
+
+    `seed` seeds every LightGBM generator (feature_fraction, bagging), so runs with different global seeds differ
+    whenever feature_fraction or bagging_fraction is below 1.
+    """
     settings = lgbm[kind]
-    grades = int(settings.label_grades)
-    if not 2 <= grades <= LIGHTGBM_DEFAULT_GRADES:
-        raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{LIGHTGBM_DEFAULT_GRADES}, found {grades}")
-    gains = {"linear": [float(g) for g in range(grades)], "exponential": [float(2 ** g - 1) for g in range(grades)]}
-    if settings.label_gain not in gains:
-        raise ValueError(f"lgbm.{kind}.label_gain: expected one of {list(gains)}, found {settings.label_gain!r}")
     if lgbm.objective not in ("lambdarank", "rank_xendcg"):
         raise ValueError(f"lgbm.objective: expected lambdarank or rank_xendcg, found {lgbm.objective!r}")
+    grades, most = int(settings.label_grades), max_label_grades(lgbm.objective)
+    if not 2 <= grades <= most:
+        raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{most} for objective {lgbm.objective}, "
+                         f"found {grades}")
+    gains = label_gains(kind, settings.label_gain, grades)
     if lgbm.eval_metric not in ("score", "ndcg"):
         raise ValueError(f"lgbm.eval_metric: expected score or ndcg, found {lgbm.eval_metric!r}")
     return {
@@ -114,7 +139,7 @@ def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
         "min_data_in_leaf": int(lgbm.min_data_in_leaf), "feature_fraction": float(lgbm.feature_fraction),
         "bagging_fraction": float(lgbm.bagging_fraction), "bagging_freq": int(lgbm.bagging_freq),
         "lambda_l2": float(lgbm.lambda_l2), "max_bin": int(lgbm.max_bin), "num_threads": int(lgbm.num_threads),
-        "label_gain": gains[settings.label_gain],
+        "label_gain": gains,
         "lambdarank_truncation_level": int(settings.lambdarank_truncation_level),
         "metric": "ndcg" if lgbm.eval_metric == "ndcg" else "None", "eval_at": list(lgbm.eval_at),
         "seed": int(seed), "deterministic": True, "force_row_wise": True, "verbosity": -1,
@@ -132,19 +157,60 @@ def score_eval(kind: str, data: RankData):
     return feval
 
 
-def train_ranker(train: RankData, valid: RankData, lgbm: DictConfig, kind: str, seed: int):
-    """Fit with early stopping on valid's first metric. Returns (booster, {metric name: [value per round]})."""
+def stop_reason(best_iteration: int, last_iteration: int, patience: int) -> str:
+    """`plateau` when the last `patience` rounds did not improve on the best one, else `budget`."""
+    return "plateau" if last_iteration - best_iteration >= patience else "budget"
+
+
+def round_progress(total: int, desc: str):
+    """A LightGBM callback drawing a `round n/N` bar with the latest valid metrics; `.close()` it after training."""
+    bar = tqdm(total=total, desc=desc, unit="round", leave=False)
+
+    def callback(env) -> None:
+        bar.update(env.iteration + 1 - bar.n)
+        bar.set_postfix({name: f"{value:.4f}" for _, name, value, _ in env.evaluation_result_list}, refresh=False)
+    callback.bar, callback.close = bar, bar.close
+    return callback
+
+
+def train_ranker(train: RankData, valid: RankData, lgbm: DictConfig, kind: str, seed: int, desc: str = ""):
+    """Fit with early stopping on valid's first metric, drawing a `round n/N` bar.
+
+    Returns (booster, {metric name: [value per round]}); the booster keeps the best round's trees only.
+    """
     import lightgbm as lgb
 
     params = lgb_params(lgbm, kind, seed)
     dtrain = lgb.Dataset(train.features, train.label, group=train.group, feature_name=train.names)
     dvalid = lgb.Dataset(valid.features, valid.label, group=valid.group, reference=dtrain)
     history: dict = {}
-    booster = lgb.train(params, dtrain, num_boost_round=int(lgbm.num_boost_round), valid_sets=[dvalid],
-                        valid_names=["valid"], feval=score_eval(kind, valid) if lgbm.eval_metric == "score" else None,
-                        callbacks=[lgb.early_stopping(int(lgbm.early_stopping_rounds), first_metric_only=True,
-                                                      verbose=False), lgb.record_evaluation(history)])
+    progress = round_progress(int(lgbm.num_boost_round), desc or "boost")
+    try:
+        booster = lgb.train(params, dtrain, num_boost_round=int(lgbm.num_boost_round), valid_sets=[dvalid],
+                            valid_names=["valid"],
+                            feval=score_eval(kind, valid) if lgbm.eval_metric == "score" else None,
+                            callbacks=[lgb.early_stopping(int(lgbm.early_stopping_rounds), first_metric_only=True,
+                                                          verbose=False), lgb.record_evaluation(history), progress])
+    finally:
+        progress.close()
     return booster, history.get("valid", {})
+
+
+def convergence(best_iteration: int, history: dict, patience: int) -> dict:
+    """{best_iteration, last_iteration, stopped} of a run: its rounds are those `history` recorded."""
+    last = len(next(iter(history.values()))) if history else 0
+    return {"best_iteration": int(best_iteration), "last_iteration": last,
+            "stopped": stop_reason(int(best_iteration), last, patience)}
+
+
+def warn_budget(where: str, convergence: dict, budget: int) -> bool:
+    """Say on stderr when training stopped at the round budget, not at a plateau; returns whether it warned."""
+    if convergence["stopped"] != "budget":
+        return False
+    print(f"warning: {where}: LightGBM stopped at the budget lgbm.num_boost_round={budget} (best round "
+          f"{convergence['best_iteration']}); it may not have converged, raise num_boost_round or learning_rate",
+          file=sys.stderr)
+    return True
 
 
 def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num_threads: int) -> np.ndarray:
@@ -166,6 +232,7 @@ def predict_split(booster, graphs: Iterable[PrunedGraph], kind: str, spec: Featu
                   desc: str = "", total: int | None = None) -> Predictions:
     """Scores for every original config of every graph; checked to cover each exactly once."""
     preds, n_configs = Predictions(), {}
+    total = len(graphs) if total is None and hasattr(graphs, "__len__") else total
     for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         preds[graph.graph_id] = predict_graph(booster, graph, kind, spec, num_threads)
         n_configs[graph.graph_id] = graph.n_configs
@@ -218,7 +285,9 @@ def run(cfg: DictConfig, collection) -> dict:
                                    total=split_size(cfg.paths.pruned_dir, slug, split))
             for split, limit in (("train", int(settings.configs_per_graph)),
                                  ("valid", int(settings.valid_configs_per_graph)))}
-    booster, history = train_ranker(data["train"], data["valid"], lgbm, kind, int(cfg.seed))
+    booster, history = train_ranker(data["train"], data["valid"], lgbm, kind, int(cfg.seed), desc=f"boost {slug}")
+    converged = convergence(booster.best_iteration, history, int(lgbm.early_stopping_rounds))
+    warn_budget(f"lgbm {slug}", converged, int(lgbm.num_boost_round))
     fit_seconds = time.perf_counter() - started
 
     model_path = Path(cfg.paths.models_dir) / MODEL / slug / "model.txt"
@@ -235,7 +304,7 @@ def run(cfg: DictConfig, collection) -> dict:
     for split, split_preds in preds.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, MODEL, slug, split))
     extra = {"seconds": round(time.perf_counter() - started, 3), "fit_seconds": round(fit_seconds, 3),
-             "best_iteration": int(booster.best_iteration), "train_rows": int(len(data["train"].label)),
+             **converged, "train_rows": int(len(data["train"].label)),
              "features": len(data["train"].names)}
     result = evaluate_and_write(cfg, "lgbm", collection, preds, extra=extra)
     with tracking.start_run(cfg, "lgbm", slug) as wandb_run:

@@ -35,7 +35,7 @@ LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table.
 LGBM_FEATURE_GROUPS = ("graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
                        "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.table.ALL_GROUPS
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
-LIGHTGBM_MAX_GRADES = 31                              # pipeline.lgbm.LIGHTGBM_DEFAULT_GRADES
+LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)

@@ -85,24 +85,27 @@ def test_rank_data_queries_never_exceed_max_query_rows(cfg):
     assert data.features.shape == (300, len(data.names))
 
 
-def train_and_predict(cfg):
+def train_and_predict(cfg, seed=None, grades=31):
+    seed = cfg.seed if seed is None else seed
     spec = FeatureSpec.from_cfg(cfg.lgbm)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(seed)
     data = {split: lgbm_stage.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
-                                              31, int(cfg.lgbm.max_query_rows), rng) for split in ("train", "valid")}
-    booster, history = lgbm_stage.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", cfg.seed)
+                                              grades, int(cfg.lgbm.max_query_rows), rng)
+            for split in ("train", "valid")}
+    booster, history = lgbm_stage.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", seed)
+    convergence = lgbm_stage.convergence(booster.best_iteration, history, int(cfg.lgbm.early_stopping_rounds))
     preds = {split: lgbm_stage.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
                                              spec, 1) for split in ("valid", "test")}
-    return preds, history
+    return preds, history, convergence
 
 
 def test_predictions_cover_every_config_once_and_are_deterministic(cfg):
-    first, history = train_and_predict(cfg)
+    first, history, _ = train_and_predict(cfg)
     assert set(first["test"]) == {"test0", "test1"}
     assert all(len(first["test"][g]) == 60 for g in first["test"])
     assert all(len(first["valid"][g]) == 70 for g in first["valid"])     # expanded through config_inverse
     assert history["score"][-1] > 0.5                                     # learnt the runtime rule
-    second, _ = train_and_predict(cfg)
+    second, _, _ = train_and_predict(cfg)
     for split in first:
         for g in first[split]:
             assert np.array_equal(first[split][g], second[split][g])
@@ -119,6 +122,7 @@ def test_run_writes_the_stage_outputs(cfg, tmp_path, monkeypatch):
                         lambda cfg, stage, collection, preds, extra=None: {**extra, "per_graph": []})
     result = lgbm_stage.run(out, Collection.parse(SLUG))
     assert result["train_rows"] == 6 * 60
+    assert 1 <= result["best_iteration"] <= result["last_iteration"] <= 10 and result["stopped"] in ("plateau", "budget")
     assert (tmp_path / "models_dir" / "lgbm" / SLUG / "model.txt").stat().st_size > 0
     assert (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.png").stat().st_size > 0
     assert "disagree_edges" in (tmp_path / "plots_dir" / "lgbm" / SLUG / "importance.csv").read_text()
@@ -131,3 +135,61 @@ def test_split_size_counts_the_split_rows_of_the_index(cfg, pruned_dir):
 
     graphs = {split: sum(1 for _ in iter_split(pruned_dir, SLUG, split)) for split in ("train", "valid")}
     assert {split: split_size(pruned_dir, SLUG, split) for split in graphs} == graphs and graphs["train"] > 0
+
+
+def test_stop_reason_separates_plateau_from_budget():
+    assert lgbm_stage.stop_reason(best_iteration=10, last_iteration=40, patience=30) == "plateau"
+    assert lgbm_stage.stop_reason(best_iteration=11, last_iteration=40, patience=30) == "budget"
+    assert lgbm_stage.stop_reason(best_iteration=300, last_iteration=300, patience=30) == "budget"
+
+
+def test_convergence_is_recorded_and_a_budget_stop_warns(cfg, capsys):
+    from omegaconf import OmegaConf
+
+    _, history, convergence = train_and_predict(cfg)
+    last = convergence["last_iteration"]
+    assert len(history["score"]) == last <= 30
+    assert convergence["best_iteration"] == 1 + int(np.argmax(history["score"]))      # first best round, 1-based
+    assert convergence["stopped"] == lgbm_stage.stop_reason(convergence["best_iteration"], last, 30)
+    assert lgbm_stage.convergence(3, {"score": [0.1] * 9}, 5) == {"best_iteration": 3, "last_iteration": 9,
+                                                                  "stopped": "plateau"}
+    short = OmegaConf.merge(cfg, {"lgbm": {"num_boost_round": 2, "early_stopping_rounds": 5}})
+    _, _, stopped = train_and_predict(short)
+    assert stopped == {"best_iteration": stopped["best_iteration"], "last_iteration": 2, "stopped": "budget"}
+    assert lgbm_stage.warn_budget("lgbm x", stopped, 2)
+    assert "lgbm.num_boost_round=2" in capsys.readouterr().err
+    assert not lgbm_stage.warn_budget("lgbm x", {**stopped, "stopped": "plateau"}, 2)
+
+
+def test_global_seed_reaches_lightgbm_randomness(cfg):
+    """feature_fraction < 1 draws columns from LightGBM's seed: two seeds give two models, one seed one model."""
+    assert lgbm_stage.lgb_params(cfg.lgbm, "layout", 7)["seed"] == 7 and cfg.lgbm.feature_fraction < 1
+    a, _, _ = train_and_predict(cfg, seed=1)
+    b, _, _ = train_and_predict(cfg, seed=2)
+    assert any(not np.array_equal(a["test"][g], b["test"][g]) for g in a["test"])
+
+
+def test_label_grades_beyond_31_need_explicit_gains_and_xendcg_stops_at_31(cfg):
+    from omegaconf import OmegaConf
+
+    many = OmegaConf.merge(cfg, {"lgbm": {"layout": {"label_grades": 60}}})
+    params = lgbm_stage.lgb_params(many.lgbm, "layout", 0)
+    assert params["label_gain"] == [float(g) for g in range(60)]
+    _, history, _ = train_and_predict(many, grades=60)       # LightGBM's default gains would refuse label 31
+    assert len(history["score"]) > 0
+    assert lgbm_stage.label_gains("layout", "exponential", 4) == [0.0, 1.0, 3.0, 7.0]
+    xendcg = OmegaConf.merge(many, {"lgbm": {"objective": "rank_xendcg"}})
+    with pytest.raises(ValueError, match=r"label_grades: expected 2\.\.31 for objective rank_xendcg, found 60"):
+        lgbm_stage.lgb_params(xendcg.lgbm, "layout", 0)
+    with pytest.raises(ValueError, match="label_gain"):
+        lgbm_stage.label_gains("layout", "cubic", 4)
+
+
+def test_round_progress_counts_rounds_against_the_budget():
+    from types import SimpleNamespace
+
+    progress = lgbm_stage.round_progress(5, "boost x")
+    progress(SimpleNamespace(iteration=2, evaluation_result_list=[("valid", "score", 0.51234, True)]))
+    assert (progress.bar.n, progress.bar.total) == (3, 5)
+    assert progress.bar.postfix == "score=0.5123"
+    progress.close()

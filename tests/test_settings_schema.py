@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("gnn.steps_per_epoch=0", "setting gnn.steps_per_epoch=0: expected null or an integer >= 1"),
     ("lgbm.num_leaves=0", "setting lgbm.num_leaves=0: expected an integer >= 2"),
     ("lgbm.max_query_rows=20000", "setting lgbm.max_query_rows=20000: expected an integer >= 2 and <= 10000"),
-    ("lgbm.tile.label_grades=40", "setting lgbm.tile.label_grades=40: expected an integer >= 2 and <= 31"),
+    ("lgbm.tile.label_grades=10001", "setting lgbm.tile.label_grades=10001: expected an integer >= 2 and <= 10000"),
     ("lgbm.node_stats=[mean,median]", "setting lgbm.node_stats[1]='median': expected one of"),
     ("lgbm.eval_at=[]", "setting lgbm.eval_at=[]: expected a list of at least 1 distinct items"),
     ("submit.tile_top_k=0", "setting submit.tile_top_k=0: expected an integer >= 1"),
