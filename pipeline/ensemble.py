@@ -1,10 +1,12 @@
 """Stage `ensemble`: combine model predictions per collection with weights chosen on the validation split.
 
 Scores are first normalised within each graph (`minmax`, the 14th place's choice, or `rank`), so members on
-different scales mix fairly; then a weight grid over the simplex (step `ensemble.grid_step`, every single member
-included) is scored on valid and the best weights are applied to test. Test truth is never looked at.
-Because every single member is on the grid and normalisation is monotonic within a graph, the ensemble's
-validation score is at least the best member's.
+different scales mix fairly. `ensemble.weighting` then sets the weights: `equal` averages the members (no free
+weight, nothing fitted to the 5 to 20 validation graphs), `grid` scores a weight grid over the simplex (step
+`ensemble.grid_step`, every single member included) on valid and applies the best weights to test. Because every
+single member is on the grid and normalisation is monotonic within a graph, a grid ensemble's validation score is
+at least the best member's, which is why that number says little: the metrics JSON reports the gain over the
+member best on valid, on valid and on test (where the dataset has test truth). Test truth never picks weights.
 """
 from __future__ import annotations
 
@@ -63,6 +65,30 @@ def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str
     return best_weights, best_score
 
 
+WEIGHTINGS = ("grid", "equal")
+
+
+def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray], weighting: str,
+                 step: float, method: str) -> np.ndarray:
+    """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
+    if weighting == "equal":
+        return np.full(len(members), 1.0 / len(members))
+    if weighting != "grid":
+        raise ValueError(f"ensemble.weighting={weighting!r}; expected one of {list(WEIGHTINGS)}")
+    return choose_weights(kind, members, truth, step, method)[0]
+
+
+def gain_over_best_member(member_scores: Mapping[str, Mapping[str, float]],
+                          ensemble_scores: Mapping[str, float]) -> dict:
+    """{best_member, gain: {split: ensemble - that member}}; the best member is the one best on valid.
+
+    member_scores: {split: {member: score}}; ensemble_scores: {split: score}; splits without scores are skipped.
+    """
+    best = max(member_scores["valid"], key=lambda m: member_scores["valid"][m])
+    return {"best_member": best, "gain": {split: float(ensemble_scores[split] - scores[best])
+                                          for split, scores in member_scores.items() if split in ensemble_scores}}
+
+
 def run(cfg: DictConfig, collection: Collection) -> dict:
     """Blend the configured members, write ensemble predictions and metrics with the chosen weights."""
     from pipeline import tracking
@@ -71,18 +97,26 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     names = list(cfg.ensemble.members)
     preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
                      for m in names] for split in PREDICTED_SPLITS}
-    truth = load_truth(cfg, collection, "valid")
-    member_scores = {m: metrics.score_predictions(collection.kind, p, truth)["score"]
-                     for m, p in zip(names, preds["valid"])}
-    weights, _ = choose_weights(collection.kind, preds["valid"], truth, cfg.ensemble.grid_step, cfg.ensemble.normalize)
-    blended = {split: blend(preds[split], weights, cfg.ensemble.normalize) for split in PREDICTED_SPLITS}
+    truth = {split: load_truth(cfg, collection, split) for split in PREDICTED_SPLITS}
+    member_scores = {split: {m: metrics.score_predictions(collection.kind, p, truth[split])["score"]
+                             for m, p in zip(names, preds[split])}
+                     for split in PREDICTED_SPLITS if truth[split] is not None}
+    ensemble = cfg.ensemble
+    weights = pick_weights(collection.kind, preds["valid"], truth["valid"], ensemble.weighting, ensemble.grid_step,
+                           ensemble.normalize)
+    blended = {split: blend(preds[split], weights, ensemble.normalize) for split in PREDICTED_SPLITS}
     for split, split_preds in blended.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, "ensemble", collection.slug, split))
-    extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores,
-             "seconds": round(time.perf_counter() - started, 3)}
+    scores = {split: metrics.score_predictions(collection.kind, blended[split], truth[split])["score"]
+              for split in member_scores}
+    gain = gain_over_best_member(member_scores, scores)
+    extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores["valid"],
+             **({"member_test_scores": member_scores["test"]} if "test" in member_scores else {}), "best_member": gain["best_member"],
+             "gain_over_best_member": gain["gain"], "seconds": round(time.perf_counter() - started, 3)}
     result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra)
     with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
-        wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores,
+        wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores["valid"],
+                                  **{f"{s}/gain_over_best_member": g for s, g in gain["gain"].items()},
                                   **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return result
 

@@ -36,6 +36,7 @@ LGBM_FEATURE_GROUPS = ("graph_counts", "opcodes", "node_stats", "tile_config", "
                        "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.table.ALL_GROUPS
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
+ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -148,6 +149,7 @@ SCHEMA = Group({
         }),
     }),
     "ensemble": Group({"members": List(Str(), min_len=1), "normalize": Str(("minmax", "rank")),
+                       "weighting": Str(ENSEMBLE_WEIGHTINGS),
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),

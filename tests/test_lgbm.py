@@ -193,3 +193,10 @@ def test_round_progress_counts_rounds_against_the_budget():
     assert (progress.bar.n, progress.bar.total) == (3, 5)
     assert progress.bar.postfix == "score=0.5123"
     progress.close()
+
+
+def test_schema_grade_limit_is_the_modules():
+    from pipeline.settings_schema import LIGHTGBM_MAX_GRADES
+
+    assert LIGHTGBM_MAX_GRADES == lgbm_stage.max_label_grades("lambdarank") == 10000
+    assert lgbm_stage.max_label_grades("rank_xendcg") == 31
