@@ -42,6 +42,7 @@ MODEL = "lgbm"
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
 LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30
 LABEL_GAINS = ("linear", "exponential")
+OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pairwise: `pairwise_objective`, Kendall tau's pairs
 
 
 def relevance_labels(runtime: np.ndarray, grades: int) -> np.ndarray:
@@ -125,8 +126,8 @@ def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
     whenever feature_fraction or bagging_fraction is below 1.
     """
     settings = lgbm[kind]
-    if lgbm.objective not in ("lambdarank", "rank_xendcg"):
-        raise ValueError(f"lgbm.objective: expected lambdarank or rank_xendcg, found {lgbm.objective!r}")
+    if lgbm.objective not in OBJECTIVES:
+        raise ValueError(f"lgbm.objective: expected one of {list(OBJECTIVES)}, found {lgbm.objective!r}")
     grades, most = int(settings.label_grades), max_label_grades(lgbm.objective)
     if not 2 <= grades <= most:
         raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{most} for objective {lgbm.objective}, "
@@ -144,6 +145,31 @@ def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
         "metric": "ndcg" if lgbm.eval_metric == "ndcg" else "None", "eval_at": list(lgbm.eval_at),
         "seed": int(seed), "deterministic": True, "force_row_wise": True, "verbosity": -1,
     }
+
+
+def pairwise_objective(data: RankData):
+    """A LightGBM objective: logistic loss on every pair of a query with different runtimes, all pairs weighing
+    the same (as in Kendall tau), each row's gradient averaged over its query's other rows.
+
+    Relevance s should order faster first: pair (i faster than j) costs log(1 + exp(-(s_i - s_j))).
+    """
+    from scipy.special import expit
+
+    bounds = np.cumsum([0, *data.group])
+
+    def objective(preds: np.ndarray, _dataset) -> tuple[np.ndarray, np.ndarray]:
+        grad, hess = np.zeros_like(preds), np.zeros_like(preds)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if b - a < 2:
+                continue
+            runtime, score = data.runtime[a:b], preds[a:b]
+            faster = runtime[:, None] < runtime[None, :]                  # [rows, rows] i faster than j
+            push = expit(score[None, :] - score[:, None]) * faster        # sigma(-(s_i - s_j)) on ordered pairs
+            curve = push * (1.0 - push)
+            grad[a:b] = (push.sum(0) - push.sum(1)) / (b - a - 1)
+            hess[a:b] = (curve.sum(0) + curve.sum(1)) / (b - a - 1)
+        return grad, hess
+    return objective
 
 
 def score_eval(kind: str, data: RankData):
@@ -181,6 +207,8 @@ def train_ranker(train: RankData, valid: RankData, lgbm: DictConfig, kind: str, 
     import lightgbm as lgb
 
     params = lgb_params(lgbm, kind, seed)
+    if params["objective"] == "pairwise":
+        params["objective"] = pairwise_objective(train)
     dtrain = lgb.Dataset(train.features, train.label, group=train.group, feature_name=train.names)
     dvalid = lgb.Dataset(valid.features, valid.label, group=valid.group, reference=dtrain)
     history: dict = {}

@@ -34,6 +34,7 @@ PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup.D
 LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table.NODE_STATS
 LGBM_FEATURE_GROUPS = ("graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
                        "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.table.ALL_GROUPS
+LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm.OBJECTIVES
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
@@ -88,7 +89,7 @@ SCHEMA = Group({
     }),
     "heuristic": Group({"chunk_size": COUNT}),
     "lgbm": Group({
-        "objective": Str(("lambdarank", "rank_xendcg")),
+        "objective": Str(LGBM_OBJECTIVES),
         "num_leaves": Int(low=2),
         "learning_rate": POSITIVE,
         "num_boost_round": COUNT,
