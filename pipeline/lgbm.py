@@ -84,7 +84,6 @@ def build_rank_data(graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec,
                     total: int | None = None) -> RankData:
     """Sample, label, chunk and featurise the configurations of every graph into one ranking data set."""
     features, labels, runtimes, group, offsets, names = [], [], [], [], [0], None
-    total = len(graphs) if total is None and hasattr(graphs, "__len__") else total   # n/N, never a bare count
     for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         featurizer = GraphFeaturizer(graph, kind, spec)
         if names is not None and featurizer.names != names:
@@ -260,7 +259,6 @@ def predict_split(booster, graphs: Iterable[PrunedGraph], kind: str, spec: Featu
                   desc: str = "", total: int | None = None) -> Predictions:
     """Scores for every original config of every graph; checked to cover each exactly once."""
     preds, n_configs = Predictions(), {}
-    total = len(graphs) if total is None and hasattr(graphs, "__len__") else total
     for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
         preds[graph.graph_id] = predict_graph(booster, graph, kind, spec, num_threads)
         n_configs[graph.graph_id] = graph.n_configs

@@ -85,6 +85,14 @@ def test_rank_data_queries_never_exceed_max_query_rows(cfg):
     assert data.features.shape == (300, len(data.names))
 
 
+def test_graph_bars_show_totals(cfg, capsys):
+    spec = FeatureSpec.from_cfg(cfg.lgbm)
+    graphs = list(iter_split(cfg.paths.pruned_dir, SLUG, "train"))
+    lgbm_stage.build_rank_data(iter(graphs), "layout", spec, 10, 31, 25, np.random.default_rng(0), desc="bar",
+                               total=6)
+    assert "0/6" in capsys.readouterr().err                          # n/N on a lazy iterator, not `0graph`
+
+
 def train_and_predict(cfg, seed=None, grades=31):
     seed = cfg.seed if seed is None else seed
     spec = FeatureSpec.from_cfg(cfg.lgbm)
