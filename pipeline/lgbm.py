@@ -125,17 +125,17 @@ def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
     whenever feature_fraction or bagging_fraction is below 1.
     """
     settings = lgbm[kind]
-    if lgbm.objective not in OBJECTIVES:
-        raise ValueError(f"lgbm.objective: expected one of {list(OBJECTIVES)}, found {lgbm.objective!r}")
-    grades, most = int(settings.label_grades), max_label_grades(lgbm.objective)
+    objective = str(settings.objective)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"lgbm.{kind}.objective: expected one of {list(OBJECTIVES)}, found {objective!r}")
+    grades, most = int(settings.label_grades), max_label_grades(objective)
     if not 2 <= grades <= most:
-        raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{most} for objective {lgbm.objective}, "
-                         f"found {grades}")
+        raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{most} for objective {objective}, found {grades}")
     gains = label_gains(kind, settings.label_gain, grades)
     if lgbm.eval_metric not in ("score", "ndcg"):
         raise ValueError(f"lgbm.eval_metric: expected score or ndcg, found {lgbm.eval_metric!r}")
     return {
-        "objective": lgbm.objective, "num_leaves": int(lgbm.num_leaves), "learning_rate": float(lgbm.learning_rate),
+        "objective": objective, "num_leaves": int(lgbm.num_leaves), "learning_rate": float(lgbm.learning_rate),
         "min_data_in_leaf": int(lgbm.min_data_in_leaf), "feature_fraction": float(lgbm.feature_fraction),
         "bagging_fraction": float(lgbm.bagging_fraction), "bagging_freq": int(lgbm.bagging_freq),
         "lambda_l2": float(lgbm.lambda_l2), "max_bin": int(lgbm.max_bin), "num_threads": int(lgbm.num_threads),

@@ -48,6 +48,7 @@ NON_NEGATIVE = Float(low=0.0)
 PATH = Str()
 
 LGBM_KIND = Group({
+    "objective": Str(LGBM_OBJECTIVES),
     "configs_per_graph": Int(low=0),            # 0 = all
     "valid_configs_per_graph": Int(low=0),      # 0 = all
     "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
@@ -89,7 +90,6 @@ SCHEMA = Group({
     }),
     "heuristic": Group({"chunk_size": COUNT}),
     "lgbm": Group({
-        "objective": Str(LGBM_OBJECTIVES),
         "num_leaves": Int(low=2),
         "learning_rate": POSITIVE,
         "num_boost_round": COUNT,
