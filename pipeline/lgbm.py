@@ -4,7 +4,10 @@ One query per graph: train configurations (de-duplicated kept rows) are sampled 
 and chunked into queries of at most `lgbm.max_query_rows` rows (LightGBM refuses more than 10000).
 Relevance labels are runtime-quantile grades within the graph: with q = (configs of the graph strictly faster) /
 (configs of the graph), label = G - 1 - floor(q * G) for G = `label_grades`, so the fastest get G - 1, ties share
-a grade and each grade holds about 1/G of the graph. LightGBM's default label_gain has 31 entries and refuses a
+a grade and each grade holds about 1/G of the graph. The objective is set per collection kind
+(`lgbm.<kind>.objective`): `lambdarank` (pairs weighted by NDCG position discounts, top-heavy like the tile
+score), `rank_xendcg`, or `pairwise` (a logistic loss on every pair with different runtimes, all pairs weighing the
+same as in Kendall tau; it reads runtimes, not grades). LightGBM's default label_gain has 31 entries and refuses a
 label past it; the explicit gains passed here allow any number of lambdarank grades (at most a query's rows make
 sense), while rank_xendcg ignores label_gain and computes 2^label in a 32-bit int (31 grades at most).
 Early stopping watches one metric on valid
