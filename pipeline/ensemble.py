@@ -56,13 +56,18 @@ def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> P
 
 def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
                    step: float, method: str) -> tuple[np.ndarray, float]:
-    """The grid weights with the best mean validation score (first best on ties); returns (weights, score)."""
-    best_weights, best_score = None, -np.inf
+    """The grid weights with the best mean validation score; returns (weights, score).
+
+    Ties (a saturated validation score, e.g. tile at 1.0) go to the most even weights (least sum of squares), the
+    blend that trusts the validation set least, and then to the first on the grid.
+    """
+    best_weights, best_key = None, (-np.inf, -np.inf)
     for weights in weight_grid(len(members), step):
         score = metrics.score_predictions(kind, blend(members, weights, method), truth)["score"]
-        if score > best_score + 1e-12:
-            best_weights, best_score = weights, score
-    return best_weights, best_score
+        key = (score, -float(np.sum(weights ** 2)))
+        if key[0] > best_key[0] + 1e-12 or (abs(key[0] - best_key[0]) <= 1e-12 and key[1] > best_key[1] + 1e-12):
+            best_weights, best_key = weights, key
+    return best_weights, best_key[0]
 
 
 WEIGHTINGS = ("grid", "equal")

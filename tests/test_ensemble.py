@@ -100,3 +100,14 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
     assert result["member_test_scores"] == pytest.approx({"a": 2 / 3, "b": 1.0})
     assert result["best_member"] == "a"
     assert result["gain_over_best_member"] == pytest.approx({"valid": -1.0, "test": 5 / np.sqrt(30) - 2 / 3})
+
+
+def test_choose_weights_breaks_ties_towards_even_weights():
+    truth = {"g": np.array([1.0, 2.0, 3.0])}
+    right = preds_of(g=[1.0, 2.0, 3.0])
+    wrong = preds_of(g=[3.0, 1.0, 2.0])      # tau -1/3: [right, right] ties everywhere, [right, wrong] does not
+    weights, score = choose_weights("layout", [right, right], truth, 0.25, "minmax")
+    np.testing.assert_allclose(weights, [0.5, 0.5])                      # not the first vertex [0, 1]
+    assert score == pytest.approx(1.0)
+    weights, _ = choose_weights("layout", [right, wrong], truth, 0.25, "minmax")
+    assert weights[0] > weights[1]                                        # a strict winner still wins
