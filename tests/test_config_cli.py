@@ -26,7 +26,7 @@ def test_stage_help_shows_its_group_file(capsys):
         stage_args("d", ["--help"], group="ensemble")
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    assert "grid_step: 0.05" in out and "# weight grid resolution on the simplex" in out and "--cfg" in out
+    assert "grid_step: 0.25" in out and "# weight grid resolution on the simplex" in out and "--cfg" in out
 
 
 def test_cfg_job_prints_the_resolved_config_with_overrides(capsys):
