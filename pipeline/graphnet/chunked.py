@@ -7,13 +7,16 @@ size, so the plain CPU forward runs far below the matmul rate. Here the batch is
 (`gnn.infer_chunk_mb` of node states each, `chunk_configs`), kept node-major (`[nodes, chunk, hidden]`) so that
 message passing is one sparse-dense product per direction (`adjacency`), and fused where the algebra allows:
 
-- instance norm folded into one `addcmul` (scale and shift per config and channel, from one `var_mean`);
-- the per-node config mixer needs statistics over ALL configs of the batch (ConfigCenter: the mean; ConfigGate:
-  the softmax max and normaliser), so each block runs in two passes over the chunks: conv -> statistics, then
-  mixer + residual; ConfigCenter's two matmuls become one ((W_self + W_diff) h - W_diff mean);
+- the config encoder's per-graph work once (`ConfigInputs`: layout values through one `embedding_bag`, dimension
+  features from one per-graph table), a chunk's config inputs built where the first block reads them;
+- instance norm as two sums and one multiply, its bias passed through the conv as a per-node bias;
+- the per-node config mixer needs statistics over ALL configs of the batch. ConfigCenter is linear, so each block
+  is one pass over the chunks: (W_self + W_diff) h is accumulated onto the residual, and the per-node part
+  b_self - W_diff mean_configs(h) is added by the next pass as it reads each chunk. ConfigGate (its softmax max and
+  normaliser) needs a second pass over the block's outputs;
 - SharedDropout is the identity at inference (the module must be in eval mode).
 
-Everything else (encoders, heads, readout) is the model's own modules, so results equal the plain forward within
+Everything else (node encoder, heads, readout) is the model's own modules, so results equal the plain forward within
 float rounding (tests/graphnet/test_graphnet_chunked.py). Gradients are not supported: callers use it under
 `torch.no_grad()` only.
 """
@@ -89,7 +92,8 @@ class ConfigInputs:
         rows = configs.reshape(-1, NODE_CONFIG_FEAT_DIM)                         # [configs * configurable, 18]
         h = F.embedding_bag(rows + self.offsets, self.values, mode="sum")        # [configs * configurable, hidden]
         blocks = configs.reshape(n_configs, n_cfg, len(LAYOUT_BLOCKS), MAX_DIMS)  # [configs, configurable, 3, 6]
-        dims = self.table[blocks[..., self.position] + self.base]               # [configs, configurable, 3, 8]
+        slots = blocks.index_select(-1, self.position)                          # [configs, configurable, 3, 8]
+        dims = torch.take(self.table, slots.add_(self.base))                    # [configs, configurable, 3, 8]
         rest = dims.reshape(len(rows), -1)                                       # [configs * configurable, 24]
         if enc.effective:
             rest = torch.cat([rest, is_default.reshape(len(rows), -1).to(rest.dtype)], dim=-1)  # [.., 27]
