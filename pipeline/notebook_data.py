@@ -193,8 +193,10 @@ OVERALL = "overall"          # the row of score tables holding the mean over col
 def with_overall(table: pd.DataFrame) -> pd.DataFrame:
     """score_table plus one `overall` row per split: each column's mean over the collections, i.e. the Kaggle score;
     NaN where a collection lacks the score (a mean over fewer collections is not the leaderboard's number)."""
-    rows = {(OVERALL, split): part.mean(skipna=False)
-            for split, part in table.groupby(level="split", sort=False)}
+    collections = table.index.get_level_values("collection").unique()
+    splits = table.index.get_level_values("split").unique()
+    rows = {(OVERALL, split): table.xs(split, level="split").reindex(collections).mean(skipna=False)
+            for split in splits}
     overall = pd.DataFrame.from_dict(rows, orient="index")
     overall.index = pd.MultiIndex.from_tuples(overall.index, names=table.index.names)
     return pd.concat([table, overall.reindex(columns=table.columns)])
