@@ -152,7 +152,8 @@ SCHEMA = Group({
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
-    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1)}),
+    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
+                      "page_template": PATH, "vega_lite_version": Str()}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),
 })
