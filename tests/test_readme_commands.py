@@ -36,7 +36,10 @@ NOT_RUN = {   # README commands CI cannot run, each with why; everything else mu
 }
 LOCAL = """\
 # @package _global_
-# The README test's machine: short training, so every experiment of the README fits in CI.
+# The README test's machine: two collections (a tile and a layout one, those the README's predict lines use) and
+# short training, so every experiment of the README fits in CI.
+data:
+  collections: [tile-xla, layout-xla-random]
 gnn:
   epochs: 1
   tta: 1
