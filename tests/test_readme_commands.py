@@ -216,7 +216,8 @@ STEPS = [
     ("dvc metrics show --md; dvc metrics diff; dvc plots show",
      lambda out, d: "cdn.jsdelivr" not in (d / "dvc_plots" / "index.html").read_text(), LIGHT),
     ("pipeline.synthesize --stats", lambda out, d: "layout-xla-random" in out, LIGHT),
-    ("pipeline.sweep lgbm --collection tile-xla", None, LIGHT),
+    ("pipeline.sweep lgbm --collection tile-xla lgbm.num_leaves=15,63", None, LIGHT),
+    ("hydra/sweeper=optuna", None, HEAVY),                      # 20 trials; tests/test_sweep.py runs 2 in CI
     ("dvc metrics show metrics/summary.json", lambda out, d: "ensemble" in out, LIGHT),
     ("dvc exp show --sort-by", None, LIGHT),
     ("pipeline.predict path/to/graph.npz", None, LIGHT),
