@@ -34,7 +34,7 @@ from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
 from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.graphnet.schedule import STOP_BUDGET
+from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.scoring import metrics as scoring
@@ -182,8 +182,9 @@ def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=N
 
 def seed_report(kind: str, member_preds: list[dict[str, Predictions]], blended: dict[str, Predictions],
                 truth: dict[str, dict | None], summaries: list[dict]) -> dict:
-    """Metrics extras: every member's scores next to its training summary, and per split the members' mean and
-    std and the seed ensemble's gain over its best member (on valid: the member best on valid)."""
+    """Metrics extras: every member's scores next to its training summary; per split the members' mean and std
+    and the seed ensemble's gain over its best member; the members' mean best epoch, their last epoch and
+    `stopped` (`budget` when any member stopped at the budget, else `plateau`)."""
     members = [dict(s) for s in summaries]
     report: dict = {"members": members}
     for split, split_truth in truth.items():
@@ -196,7 +197,10 @@ def seed_report(kind: str, member_preds: list[dict[str, Predictions]], blended: 
         report[f"seed_ensemble_{split}"] = {"member_mean": float(np.mean(scores)), "member_std": float(np.std(scores)),
                                             "best_member": float(max(scores)),
                                             "gain_over_best_member": ensemble - float(max(scores))}
-    report["stopped_at_budget"] = sum(s["stopped"] == STOP_BUDGET for s in summaries)
+    budget_stops = sum(s["stopped"] == STOP_BUDGET for s in summaries)
+    report |= {"best_epoch": float(np.mean([s["best_epoch"] for s in summaries])),     # members' mean
+               "last_epoch": max(s["last_epoch"] for s in summaries), "stopped_at_budget": budget_stops,
+               "stopped": STOP_BUDGET if budget_stops else STOP_PLATEAU}                # budget: some member did
     return report
 
 

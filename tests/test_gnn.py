@@ -100,7 +100,7 @@ def check_outputs(root: Path, collection: Collection, world_size: int, epochs: i
     (row,) = metrics["members"]
     assert {k: row[k] for k in ("seed", "best_epoch", "last_epoch", "stopped")} == {
         "seed": 0, "best_epoch": meta["best_epoch"], "last_epoch": epochs - 1, "stopped": "budget"}
-    assert metrics["stopped_at_budget"] == 1
+    assert (metrics["stopped_at_budget"], metrics["stopped"], metrics["best_epoch"]) == (1, "budget", meta["best_epoch"])
     return metrics
 
 

@@ -5,16 +5,18 @@ updates a `Plateau`: an epoch *gains* when its score beats the score of the last
 `gnn.min_delta`; training stops once `gnn.patience` epochs in a row did not gain (stop reason `plateau`), or at
 the budget (`budget`). Model selection is separate: the best-scoring epoch is kept whatever the stop.
 
-The schedule (`gnn.schedule`) must not force a plateau: `constant` (linear warm-up, then the peak rate) leaves
-the stop to the data; `cosine` (warm-up, then cosine decay to 0 at the end of the budget) flattens every curve
-near the budget whether the model converged or not. GST's head fine-tuning runs at `finetune_scale` of the peak.
+The schedule (`gnn.schedule`) must not force a plateau: `cosine` (warm-up, then cosine decay to 0 at the end of
+the budget) flattens every curve near the budget whether the model converged or not. `constant` (linear warm-up,
+then the peak rate) and `plateau` (the same, multiplied by `gnn.lr_decay` after every `gnn.lr_patience` epochs
+without a gain: reduce-on-plateau, driven by the same validation metric) leave the stop to the data.
+GST's head fine-tuning runs at `finetune_scale` of the peak.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-SCHEDULES = ("constant", "cosine")
+SCHEDULES = ("plateau", "constant", "cosine")
 STOP_PLATEAU = "plateau"
 STOP_BUDGET = "budget"
 
@@ -23,7 +25,7 @@ class LrSchedule:
     """LR factor per optimiser step (a callable object, so LambdaLR checkpoints its state with the optimiser).
 
     `total_steps` spans the budget; `warmup_frac` of them warm up linearly. Once `finetune` is set (GST's head
-    fine-tuning), every step gets `finetune_scale`.
+    fine-tuning), every step gets `finetune_scale`. `scale` (reduce-on-plateau) multiplies the post-warm-up rate.
     """
 
     def __init__(self, kind: str, total_steps: int, warmup_frac: float, finetune_scale: float = 0.0) -> None:
@@ -32,14 +34,23 @@ class LrSchedule:
         self.kind, self.total_steps, self.finetune_scale = kind, int(total_steps), float(finetune_scale)
         self.warmup = max(1, int(round(total_steps * warmup_frac)))
         self.finetune = False
+        self.scale = 1.0
+
+    def reduce(self, plateau: "Plateau", lr_patience: int, lr_decay: float) -> bool:
+        """`plateau` schedule: multiply the rate by lr_decay when the stall reaches a multiple of lr_patience
+        epochs; returns whether it did."""
+        if self.kind != "plateau" or plateau.stall == 0 or plateau.stall % lr_patience:
+            return False
+        self.scale *= lr_decay
+        return True
 
     def __call__(self, step: int) -> float:
         if self.finetune:
             return self.finetune_scale
         if step < self.warmup:
             return (step + 1) / self.warmup
-        if self.kind == "constant":
-            return 1.0
+        if self.kind != "cosine":
+            return self.scale
         progress = min(1.0, (step - self.warmup) / max(1, self.total_steps - self.warmup))
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 

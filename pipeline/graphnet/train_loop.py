@@ -46,7 +46,9 @@ class TrainSettings:
     lr: float                     # peak AdamW learning rate
     weight_decay: float
     warmup_frac: float            # share of the budget's optimiser steps spent warming up
-    schedule: str                 # after the warm-up: constant | cosine (to 0 at the budget)
+    schedule: str                 # after the warm-up: plateau | constant | cosine (to 0 at the budget)
+    lr_patience: int              # plateau: epochs without a gain that multiply the rate by lr_decay
+    lr_decay: float
     epochs: int                   # the budget: most epochs (before GST's head fine-tuning)
     patience: int                 # epochs without a validation gain > min_delta that stop training
     min_delta: float
@@ -67,6 +69,7 @@ class TrainSettings:
         """From the `gnn` group for a collection of `kind` and `search` (`lr`, `configs_per_graph` by search)."""
         return cls(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
                    warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule), epochs=int(gnn.epochs),
+                   lr_patience=int(gnn.lr_patience), lr_decay=float(gnn.lr_decay),
                    patience=int(gnn.patience), min_delta=float(gnn.min_delta),
                    steps_per_epoch=int(gnn.steps_per_epoch) if gnn.steps_per_epoch else None,
                    graphs_per_step=max(1, int(gnn.graphs_per_step)),
@@ -308,7 +311,8 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         if result.stopped is not None:                                 # GST head fine-tuning: one visit per graph
             run.trainer.finetune, items = True, train_graphs
             freeze_to_head(run.core)
-            _start_finetune(run)
+            run.scheduler.lr_lambdas[0].finetune = True
+            _apply_schedule(run)
         losses, seen = _train_epoch(run, items, epoch, spec.kind, settings, seed, device, info)
         train_seconds = time.perf_counter() - tic
         per_graph = (validate(run.core, spec.kind, valid_graphs, settings, seed, device, info, run.segments)
@@ -323,6 +327,8 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         _select(result, run.core, epoch, score, per_graph)
         if result.stopped is None:
             result.stopped = stop_reason(plateau, score, epoch, settings.epochs)
+            if run.scheduler.lr_lambdas[0].reduce(plateau, settings.lr_patience, settings.lr_decay):
+                _apply_schedule(run)
             result.main_epochs, result.plateau = epoch + 1, plateau.state_dict()
         result.last_epoch = epoch
         _save_checkpoint(run, result, epoch, spec, info, checkpoint_path)
@@ -332,9 +338,8 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
     return result
 
 
-def _start_finetune(run: _Run) -> None:
-    """Switch the LR schedule to GST's head fine-tuning rate, effective from the next step on."""
+def _apply_schedule(run: _Run) -> None:
+    """Set the rate the schedule gives now (after a change of its phase or scale), effective from the next step."""
     schedule = run.scheduler.lr_lambdas[0]
-    schedule.finetune = True
     for group, base in zip(run.optimizer.param_groups, run.scheduler.base_lrs):
         group["lr"] = base * schedule(run.scheduler.last_epoch)

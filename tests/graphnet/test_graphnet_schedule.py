@@ -25,6 +25,18 @@ def test_cosine_decays_to_zero_at_the_budget_and_constant_stays_at_the_peak():
         LrSchedule("step", 10, 0.1)
 
 
+def test_reduce_on_plateau_decays_the_rate_every_lr_patience_stalled_epochs():
+    schedule, plateau = LrSchedule("plateau", 100, 0.1), Plateau(patience=10, min_delta=0.0)
+    decays = []
+    for score in (0.5, 0.4, 0.4, 0.6, 0.3, 0.3, 0.3, 0.3):   # stalls 0 1 2 0 1 2 3 4
+        plateau.update(score)
+        decays.append(schedule.reduce(plateau, lr_patience=2, lr_decay=0.5))
+    assert decays == [False, False, True, False, False, True, False, True]
+    assert schedule.scale == 0.125 and schedule(50) == 0.125 and schedule(0) == pytest.approx(0.1)   # warm-up
+    cosine = LrSchedule("cosine", 100, 0.1)
+    assert not cosine.reduce(plateau, lr_patience=1, lr_decay=0.5) and cosine.scale == 1.0
+
+
 def test_a_plateau_stops_after_patience_epochs_without_a_gain_above_min_delta():
     # gains at epochs 0, 1, 3 (0.5 -> 0.6 -> 0.7); 0.705 and 0.709 are within min_delta=0.01 of 0.7
     curve = [0.5, 0.6, 0.55, 0.7, 0.705, 0.709, 0.69, 0.8]
@@ -69,6 +81,15 @@ def test_fit_stops_on_a_plateau_and_records_why(tmp_path):
     assert (result.stopped, result.last_epoch, len(result.curve), result.best_epoch) == (STOP_PLATEAU, 2, 3, 0)
     state = ckpt.load_checkpoint(tmp_path / "checkpoint.pt")
     assert (state["stopped"], state["epoch"], state["main_epochs"]) == (STOP_PLATEAU, 2, 3)
+
+
+def test_fit_reduces_the_rate_on_a_plateau(tmp_path):
+    """schedule=plateau, lr_patience 1: each stalled epoch halves the rate; the curve's lr column shows it."""
+    result = _fit(tmp_path, gnn_cfg(lr=0.0, epochs=50, patience=3, min_delta=0.0, dropout=0.0, schedule="plateau",
+                                   lr_patience=1, warmup_frac=0.0))
+    assert result.stopped == STOP_PLATEAU and len(result.curve) == 4
+    state = ckpt.load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["scheduler"]["lr_lambdas"][0]["scale"] == 0.125        # halved after epochs 1, 2 and 3
 
 
 def test_fit_stops_at_the_budget_and_a_resume_continues_the_stopper(tmp_path):
