@@ -252,8 +252,9 @@ def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, set
 
 
 def _select(result: FitResult, core: nn.Module, epoch: int, score: float, per_graph: dict) -> None:
-    """Keep this epoch's weights when it is the best on valid so far (always, without valid graphs)."""
-    if not per_graph or score > result.best_score:
+    """Keep this epoch's weights when it is the best on valid so far (always, without valid graphs). A tie goes to
+    the later, longer-trained epoch: a saturated metric (tile valid at its ceiling of 1.0) keeps improving models."""
+    if not per_graph or score >= result.best_score:
         result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
         result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
 

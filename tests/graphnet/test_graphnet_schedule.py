@@ -76,9 +76,10 @@ def _fit(tmp_path, gnn, max_epochs=None):
 
 
 def test_fit_stops_on_a_plateau_and_records_why(tmp_path):
-    """lr=0: the valid score never changes, so with patience 2 the run ends after epoch 2 (gain at 0, stall 1, 2)."""
+    """lr=0: the valid score never changes, so with patience 2 the run ends after epoch 2 (gain at 0, stall 1, 2);
+    the tied epochs select the last one."""
     result = _fit(tmp_path, gnn_cfg(lr=0.0, epochs=50, patience=2, min_delta=0.0, dropout=0.0))
-    assert (result.stopped, result.last_epoch, len(result.curve), result.best_epoch) == (STOP_PLATEAU, 2, 3, 0)
+    assert (result.stopped, result.last_epoch, len(result.curve), result.best_epoch) == (STOP_PLATEAU, 2, 3, 2)
     state = ckpt.load_checkpoint(tmp_path / "checkpoint.pt")
     assert (state["stopped"], state["epoch"], state["main_epochs"]) == (STOP_PLATEAU, 2, 3)
 
