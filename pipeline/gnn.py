@@ -83,7 +83,8 @@ def epoch_reporter(slug: str, member: int, position: int, members: int, budget: 
     def on_epoch(row: dict) -> None:
         seconds.append(row["seconds"])
         left = (budget - row["epoch"] - 1 + budget * (members - position - 1)) * sum(seconds) / len(seconds)
-        print(f"[{STAGE} {slug}] seed {member} ({position + 1}/{members}) epoch {row['epoch'] + 1}/{budget}: "
+        shown = max(budget, row["epoch"] + 1)          # GST's head fine-tuning runs past the budget
+        print(f"[{STAGE} {slug}] seed {member} ({position + 1}/{members}) epoch {row['epoch'] + 1}/{shown}: "
               f"loss {row['loss']:.4f} valid {row['valid_score']:.4f} lr {row['lr']:.2e} "
               f"{row['configs_per_second']:.0f} configs/s, ETA <= {tqdm.format_interval(max(left, 0.0))}", flush=True)
         if run is not None:

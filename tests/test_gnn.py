@@ -122,7 +122,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     write_collection(tmp_path, collection)
     gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
-    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
+    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
 
 
@@ -172,7 +172,7 @@ def test_ddp_two_cpu_processes(tmp_path, mode):
     assert done.returncode == 0, done.stderr[-3000:]
     check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
     if mode == "gst":                                   # each rank's table and cycles, for an exact resume
-        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
+        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
         assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])
 
 
