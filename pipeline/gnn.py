@@ -3,13 +3,17 @@
     python -m pipeline.gnn --collection layout-xla-default [gnn.lr=3e-4 gnn.cross_attention=false ...]
     torchrun --nproc_per_node=2 -m pipeline.gnn --collection layout-xla-default   # DDP, graphs sharded
 
-Reads the pruned graphs `<pruned_dir>/<slug>/`, trains on train (configs sampled per graph per step), selects the
-epoch by the collection metric on valid, ranks every configuration of valid and test with TTA.
+Reads the pruned graphs `<pruned_dir>/<slug>/`. For every member seed of `gnn.seeds` (pipeline/graphnet/members.py)
+it trains on train (configs sampled per graph per step) until the valid metric plateaus or `gnn.epochs` run out,
+selects the epoch by the collection metric on valid and ranks every configuration of valid and test with TTA; the
+stage's predictions are the members' per-graph rank-normalised scores averaged.
 Outputs (rank 0, each written atomically):
-- `<models_dir>/gnn/<slug>/model.pt` (best model: spec + weights) and `checkpoint.pt` (resumable state);
+- `<models_dir>/gnn/<slug>/seed<k>/model.pt` (member k's best model: spec + weights + best/last epoch, stop reason)
+  and `checkpoint.pt` (resumable state);
 - `<predictions_dir>/gnn/<slug>/{valid,test}.npz` (one score per ORIGINAL config index, lower = faster);
-- `<plots_dir>/gnn/<slug>/curve.csv` (epoch, loss, valid_score, lr, ...);
-- metrics via `pipeline.scoring.evaluate.evaluate_and_write` (`<metrics_dir>/gnn/<slug>.json` + per-graph CSV).
+- `<plots_dir>/gnn/<slug>/curve.csv` (seed, epoch, loss, valid_score, lr, ...: every member's curve);
+- metrics via `pipeline.scoring.evaluate.evaluate_and_write` (`<metrics_dir>/gnn/<slug>.json` + per-graph CSV),
+  with every member's valid/test score, epochs and stop reason, and the seed ensemble's gain over its best member.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from omegaconf import DictConfig
@@ -27,9 +32,12 @@ from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
 from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
 from pipeline.graphnet.infer import InferSettings, predict_graphs
+from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
 from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
+from pipeline.scoring import metrics as scoring
 from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
@@ -37,6 +45,7 @@ from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 STAGE = "gnn"
 MODEL = "gnn"
 CURVE_FILE = "curve.csv"
+CURVE_COLUMNS = ["seed", "epoch", "loss", "valid_score", "lr", "train_seconds", "seconds", "configs_per_second"]
 
 
 def gst_settings(gnn: DictConfig, collection: Collection) -> GSTSettings | None:
@@ -60,14 +69,33 @@ def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
 
 
 def write_curve(curve: list[dict], path: Path) -> None:
-    """The training curve for `dvc plots` (atomic)."""
-    write_csv(pd.DataFrame(curve, columns=["epoch", "loss", "valid_score", "lr", "train_seconds",
-                                           "configs_per_second"]), path)
+    """Every member's training curve for `dvc plots` (atomic)."""
+    write_csv(pd.DataFrame(curve, columns=CURVE_COLUMNS), path)
 
 
-def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = DistInfo(),
-                     run=None, max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
-    """Build and train the model of one collection; returns (best model on CPU, FitResult)."""
+def epoch_reporter(slug: str, member: int, position: int, members: int, budget: int, run=None):
+    """on_epoch callback: one line per epoch, `seed k (i/n) epoch e/N`, with an upper-bound ETA (every remaining
+    epoch of the budget of this and the later members at the mean epoch time so far)."""
+    from tqdm import tqdm
+
+    seconds: list[float] = []
+
+    def on_epoch(row: dict) -> None:
+        seconds.append(row["seconds"])
+        left = (budget - row["epoch"] - 1 + budget * (members - position - 1)) * sum(seconds) / len(seconds)
+        shown = max(budget, row["epoch"] + 1)          # GST's head fine-tuning runs past the budget
+        print(f"[{STAGE} {slug}] seed {member} ({position + 1}/{members}) epoch {row['epoch'] + 1}/{shown}: "
+              f"loss {row['loss']:.4f} valid {row['valid_score']:.4f} lr {row['lr']:.2e} "
+              f"{row['configs_per_second']:.0f} configs/s, ETA <= {tqdm.format_interval(max(left, 0.0))}", flush=True)
+        if run is not None:
+            run.log({**row, "seed": member})
+    return on_epoch
+
+
+def train_collection(cfg: DictConfig, collection: Collection, member: int, info: DistInfo = DistInfo(),
+                     on_epoch=None, max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
+    """Build and train member `member` of one collection; returns (best model on CPU, FitResult) and writes the
+    member's model.pt (spec, weights, best/last epoch and stop reason) on rank 0."""
     gnn = cfg.gnn
     torch.set_num_threads(int(gnn.num_threads))
     device = pick_device(str(gnn.device))
@@ -78,7 +106,8 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
     spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn, collection.search)
-    torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
+    seed = member_seed(int(cfg.seed), member)
+    torch.manual_seed(seed)                              # identical initial weights on every rank
     model = build_model(spec, gnn.infer_chunk_mb).to(device)
     gst = gst_settings(gnn, collection)
     if gst is not None and str(cfg.prune.hops) != WHOLE_GRAPH and info.is_main:
@@ -88,29 +117,29 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     if info.enabled and gst is None:           # GST averages gradients itself (pipeline.graphnet.gst)
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
-    model_dir, _ = output_dirs(cfg, collection)
-
-    def on_epoch(row: dict) -> None:
-        print(f"[{STAGE} {collection.slug}] epoch {row['epoch']}: loss {row['loss']:.4f} "
-              f"valid {row['valid_score']:.4f} lr {row['lr']:.2e} {row['configs_per_second']:.0f} configs/s", flush=True)
-        if run is not None:
-            run.log(row, step=row["epoch"])
-
+    model_dir = member_dir(output_dirs(cfg, collection)[0], member)
     settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
-    result = fit(wrapped, spec, train, valid, settings, gst, int(cfg.seed), model_dir / ckpt.CHECKPOINT_FILE, device,
+    result = fit(wrapped, spec, train, valid, settings, gst, seed, model_dir / ckpt.CHECKPOINT_FILE, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)
     best.load_state_dict(result.best_state)
     if info.is_main:
         ckpt.save_model(best, spec, model_dir / ckpt.MODEL_FILE,
-                        {"best_epoch": result.best_epoch, "best_valid_score": result.best_score,
-                         "collection": collection.name, "seed": int(cfg.seed)})
+                        {**run_summary(result), "collection": collection.name, "seed": int(cfg.seed),
+                         "member": member})
     return best.eval(), result
 
 
-def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Module, split: str,
+def run_summary(result: FitResult) -> dict:
+    """What a member's model.pt and the metrics record about its training length."""
+    return {"best_epoch": result.best_epoch, "best_valid_score": result.best_score, "last_epoch": result.last_epoch,
+            "stopped": result.stopped}
+
+
+def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Module, split: str, seed: int,
                   info: DistInfo = DistInfo()) -> Predictions:
-    """Rank every config of every graph of a split (graphs sharded over ranks, merged on every rank)."""
+    """Rank every config of every graph of a split with one member (TTA orderings from the member's `seed`;
+    graphs sharded over ranks, merged on every rank)."""
     from pipeline.graphnet.distributed import gather_objects
 
     gnn = cfg.gnn
@@ -121,14 +150,59 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     gst = gst_settings(gnn, collection)
     segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
     mine = predict_graphs(model.to(device), collection.kind, graphs[info.rank::info.world],
-                          InferSettings.from_cfg(gnn), int(cfg.seed), device, progress=info.is_main,
-                          segments=segments)
+                          InferSettings.from_cfg(gnn), seed, device, progress=info.is_main, segments=segments)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):
         for graph_id, scores in part.items():
             merged[graph_id] = scores
     merged.check_covers({g.graph_id: g.n_configs for g in graphs}, where=f"{STAGE} {collection.slug}/{split}")
     return merged
+
+
+def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=None,
+                  max_epochs: int | None = None) -> tuple[list[dict[str, Predictions]], list[dict], list[dict], int]:
+    """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
+    run_summary + seconds, every member's curve rows, parameters of one member)."""
+    members = member_seeds(cfg.gnn.seeds)
+    budget, preds, summaries, curve = int(cfg.gnn.epochs), [], [], []
+    for position, member in enumerate(members):
+        tic = time.perf_counter()
+        report = epoch_reporter(collection.slug, member, position, len(members), budget, run) if info.is_main else None
+        model, result = train_collection(cfg, collection, member, info, report, max_epochs)
+        seed = member_seed(int(cfg.seed), member)
+        preds.append({split: predict_split(cfg, collection, model, split, seed, info) for split in PREDICTED_SPLITS})
+        summaries.append({"seed": member, **run_summary(result), "seconds": round(time.perf_counter() - tic, 2)})
+        curve += [{"seed": member, **row} for row in result.curve]
+        parameters = sum(p.numel() for p in model.parameters())
+        if result.stopped == STOP_BUDGET and info.is_main:
+            print(f"[{STAGE} {collection.slug}] warning: seed {member} stopped at the budget (gnn.epochs={budget}) "
+                  f"before its valid score plateaued (best epoch {result.best_epoch + 1}); raise gnn.epochs",
+                  flush=True)
+    return preds, summaries, curve, parameters
+
+
+def seed_report(kind: str, member_preds: list[dict[str, Predictions]], blended: dict[str, Predictions],
+                truth: dict[str, dict | None], summaries: list[dict]) -> dict:
+    """Metrics extras: every member's scores next to its training summary; per split the members' mean and std
+    and the seed ensemble's gain over its best member; the members' mean best epoch, their last epoch and
+    `stopped` (`budget` when any member stopped at the budget, else `plateau`)."""
+    members = [dict(s) for s in summaries]
+    report: dict = {"members": members}
+    for split, split_truth in truth.items():
+        if split_truth is None:
+            continue
+        scores = [scoring.score_predictions(kind, p[split], split_truth)["score"] for p in member_preds]
+        for row, score in zip(members, scores):
+            row[split] = score
+        ensemble = scoring.score_predictions(kind, blended[split], split_truth)["score"]
+        report[f"seed_ensemble_{split}"] = {"member_mean": float(np.mean(scores)), "member_std": float(np.std(scores)),
+                                            "best_member": float(max(scores)),
+                                            "gain_over_best_member": ensemble - float(max(scores))}
+    budget_stops = sum(s["stopped"] == STOP_BUDGET for s in summaries)
+    report |= {"best_epoch": float(np.mean([s["best_epoch"] for s in summaries])),     # members' mean
+               "last_epoch": max(s["last_epoch"] for s in summaries), "stopped_at_budget": budget_stops,
+               "stopped": STOP_BUDGET if budget_stops else STOP_PLATEAU}                # budget: some member did
+    return report
 
 
 def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) -> dict | None:
@@ -141,23 +215,20 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
     try:
         tic = time.perf_counter()
         if not info.is_main:
-            model, result = train_collection(cfg, collection, info, None, max_epochs)
-            for split in PREDICTED_SPLITS:
-                predict_split(cfg, collection, model, split, info)
+            train_members(cfg, collection, info, None, max_epochs)
             return None
         with tracking.start_run(cfg, stage=STAGE, collection=collection.slug) as run:
-            model, result = train_collection(cfg, collection, info, run, max_epochs)
-            train_seconds = time.perf_counter() - tic
-            preds = {split: predict_split(cfg, collection, model, split, info) for split in PREDICTED_SPLITS}
+            member_preds, summaries, curve, parameters = train_members(cfg, collection, info, run, max_epochs)
+            preds = {split: rank_mean([p[split] for p in member_preds]) for split in PREDICTED_SPLITS}
             for split, p in preds.items():
                 save_predictions(p, predictions_path(cfg.paths.predictions_dir, MODEL, collection.slug, split))
             _, plots_dir = output_dirs(cfg, collection)
-            write_curve(result.curve, plots_dir / CURVE_FILE)
-            extra = {"best_epoch": result.best_epoch, "train_seconds": round(train_seconds, 2),
-                     "seconds": round(time.perf_counter() - tic, 2), "world_size": info.world,
-                     "parameters": sum(p.numel() for p in model.parameters())}
+            write_curve(curve, plots_dir / CURVE_FILE)
+            truth = {split: evaluate.load_truth(cfg, collection, split) for split in PREDICTED_SPLITS}
+            extra = {**seed_report(collection.kind, member_preds, preds, truth, summaries),
+                     "seconds": round(time.perf_counter() - tic, 2), "world_size": info.world, "parameters": parameters}
             metrics = evaluate.evaluate_and_write(cfg, STAGE, collection, preds, extra)
-            run.summary.update({k: v for k, v in metrics.items() if k != "per_graph"})
+            run.summary.update({k: v for k, v in metrics.items() if k not in ("per_graph", "members")})
             tracking.log_table(run, "valid_per_graph", pd.DataFrame(
                 [r for r in metrics["per_graph"] if r["split"] == "valid"], columns=["split", "graph_id", "score"]))
             return metrics

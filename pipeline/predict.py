@@ -132,22 +132,33 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
         booster = lgb.Booster(model_file=str(model_file))
         return predict_graph(booster, graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads))
     if model == "gnn":
-        from pipeline.gnn import gst_settings
-        from pipeline.graphnet import checkpoint as ckpt
-        from pipeline.graphnet.gst import SegmentCache
-        from pipeline.graphnet.infer import InferSettings, predict_graphs
-        from pipeline.graphnet.train_loop import pick_device
-        model_file = model_dir / ckpt.MODEL_FILE
+        return gnn_scores(cfg, model_dir, collection, graph)
+    raise PredictError(f"--model {model!r}: expected one of {MODELS}")
+
+
+def gnn_scores(cfg: DictConfig, model_dir: Path, collection: Collection, graph: PrunedGraph) -> np.ndarray:
+    """The GNN stage's scores for one graph: every member of gnn.seeds on the stage's inference path (its TTA
+    seed, gnn.infer_chunk_mb), rank-averaged as the stage averages them (pipeline/graphnet/members.py)."""
+    from pipeline.gnn import gst_settings
+    from pipeline.graphnet import checkpoint as ckpt
+    from pipeline.graphnet.gst import SegmentCache
+    from pipeline.graphnet.infer import InferSettings, predict_graphs
+    from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+    from pipeline.graphnet.train_loop import pick_device
+
+    device = pick_device(str(cfg.gnn.device))
+    members = []
+    for member in member_seeds(cfg.gnn.seeds):
+        model_file = member_dir(model_dir, member) / ckpt.MODEL_FILE
         if not model_file.is_file():
-            raise PredictError(f"{model_file}: missing; run stage gnn for {collection.slug} first")
-        device = pick_device(str(cfg.gnn.device))
+            raise PredictError(f"{model_file}: missing; run stage gnn for {collection.slug} first "
+                               f"(with this gnn.seeds)")
         net, _ = ckpt.load_model(model_file, map_location=device, infer_chunk_mb=cfg.gnn.infer_chunk_mb)
         gst = gst_settings(cfg.gnn, collection)
         segments = None if gst is None else SegmentCache(gst, net.spec.layers + 1, device, keep=False)
-        preds = predict_graphs(net.to(device), collection.kind, [graph], InferSettings.from_cfg(cfg.gnn),
-                               int(cfg.seed), device, progress=False, segments=segments)
-        return preds[graph.graph_id]
-    raise PredictError(f"--model {model!r}: expected one of {MODELS}")
+        members.append(predict_graphs(net.to(device), collection.kind, [graph], InferSettings.from_cfg(cfg.gnn),
+                                      member_seed(int(cfg.seed), member), device, progress=False, segments=segments))
+    return rank_mean(members)[graph.graph_id]
 
 
 def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float]:

@@ -27,6 +27,7 @@ GNN_MIXERS = ("gate", "center")                       # pipeline.graphnet.attent
 GNN_REDUCTIONS = ("sum", "mean")                      # pipeline.graphnet.model.REDUCTIONS
 GNN_LOSSES = ("pairwise_hinge", "listmle")            # pipeline.graphnet.losses.LOSSES
 GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst.TRAINING_MODES
+GNN_SCHEDULES = ("plateau", "constant", "cosine")                # pipeline.graphnet.schedule.SCHEDULES
 GST_SEGMENTATIONS = ("contiguous", "node_splits")    # pipeline.graphnet.segments.SEGMENTATIONS
 GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
 PRUNE_WHOLE_GRAPH = "all"                             # pipeline.pruned.WHOLE_GRAPH
@@ -129,7 +130,12 @@ SCHEMA = Group({
         "lr": BySearch(POSITIVE),
         "weight_decay": NON_NEGATIVE,
         "warmup_frac": FRACTION,
-        "epochs": COUNT,
+        "schedule": Str(GNN_SCHEDULES),
+        "lr_patience": COUNT, "lr_decay": Float(low=0.0, high=1.0, low_open=True),
+        "epochs": COUNT,                          # the budget; early stopping after `patience` epochs without gain
+        "patience": COUNT,
+        "min_delta": NON_NEGATIVE,
+        "seeds": List(Int(low=0), min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
         "steps_per_epoch": Optional(COUNT),
         "graphs_per_step": COUNT,
         "configs_per_graph": BySearch(Int(low=2)),

@@ -23,7 +23,7 @@ from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM
 GRAPHS = {"train": 3, "valid": 2, "test": 2}
 TINY = ["gnn.hidden=8", "gnn.opcode_dim=4", "gnn.config_value_dim=2", "gnn.attention_heads=2", "gnn.epochs=2",
-        "gnn.tta=2", "gnn.infer_batch=8", "gnn.num_threads=1", "gnn.device=cpu", "wandb.mode=disabled"]
+        "gnn.seeds=[0]", "gnn.tta=2", "gnn.infer_batch=8", "gnn.num_threads=1", "gnn.device=cpu", "wandb.mode=disabled"]
 
 
 def npz_arrays(graph, kind: str) -> dict[str, np.ndarray]:
@@ -93,8 +93,14 @@ def check_outputs(root: Path, collection: Collection, world_size: int, epochs: i
     assert curve["epoch"].tolist() == list(range(epochs)) and {"loss", "valid_score", "lr"} <= set(curve.columns)
     per_graph = pd.read_csv(root / "plots" / "gnn" / f"{collection.slug}_per_graph.csv")
     assert len(per_graph) == GRAPHS["valid"] + GRAPHS["test"]
-    model, meta = load_model(root / "models" / "gnn" / collection.slug / "model.pt")
-    assert meta["best_epoch"] in range(epochs) and (root / "models" / "gnn" / collection.slug / "checkpoint.pt").exists()
+    member = root / "models" / "gnn" / collection.slug / "seed0"
+    model, meta = load_model(member / "model.pt")
+    assert meta["best_epoch"] in range(epochs) and (member / "checkpoint.pt").exists()
+    assert meta["last_epoch"] == epochs - 1 and meta["stopped"] == "budget"        # 2 epochs < gnn.patience
+    (row,) = metrics["members"]
+    assert {k: row[k] for k in ("seed", "best_epoch", "last_epoch", "stopped")} == {
+        "seed": 0, "best_epoch": meta["best_epoch"], "last_epoch": epochs - 1, "stopped": "budget"}
+    assert (metrics["stopped_at_budget"], metrics["stopped"], metrics["best_epoch"]) == (1, "budget", meta["best_epoch"])
     return metrics
 
 
@@ -116,7 +122,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     write_collection(tmp_path, collection)
     gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
-    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
+    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
 
 
@@ -166,5 +172,42 @@ def test_ddp_two_cpu_processes(tmp_path, mode):
     assert done.returncode == 0, done.stderr[-3000:]
     check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
     if mode == "gst":                                   # each rank's table and cycles, for an exact resume
-        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "checkpoint.pt")
+        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
         assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])
+
+
+def test_seed_members_are_distinct_and_the_stage_averages_their_ranks(tmp_path, monkeypatch):
+    """gnn.seeds=[0,3]: two models under seed0/ and seed3/, different weights; the stage's predictions are the
+    rank-normalised mean of what each saved member predicts; metrics report both members and the ensemble."""
+    import torch
+
+    from pipeline.graphnet.members import member_seed, rank_mean
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-xla-random")
+    write_collection(tmp_path, collection)
+    args = [*overrides(tmp_path), "gnn.seeds=[0,3]", "seed=1"]
+    gnn_stage.main(["--collection", collection.slug, *args])
+    cfg = compose(args)
+    folder = tmp_path / "models" / "gnn" / collection.slug
+    (a, meta_a), (b, meta_b) = (load_model(folder / f"seed{m}" / "model.pt") for m in (0, 3))
+    assert (meta_a["member"], meta_b["member"], meta_a["seed"]) == (0, 3, 1)
+    assert any(not torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
+    for split in ("valid", "test"):
+        members = [gnn_stage.predict_split(cfg, collection, model, split, member_seed(1, m))
+                   for model, m in ((a, 0), (b, 3))]
+        assert any(not np.array_equal(members[0][g], members[1][g]) for g in members[0])
+        stage = load_predictions(predictions_path(tmp_path / "predictions", "gnn", collection.slug, split))
+        expected = rank_mean(members)
+        assert sorted(stage) == sorted(expected)
+        for g in stage:
+            np.testing.assert_array_equal(stage[g], expected[g])
+    metrics = json.loads((tmp_path / "metrics" / "gnn" / f"{collection.slug}.json").read_text())
+    assert [m["seed"] for m in metrics["members"]] == [0, 3]
+    for split in ("valid", "test"):
+        scores = [m[split] for m in metrics["members"]]
+        report = metrics[f"seed_ensemble_{split}"]
+        assert report["member_mean"] == pytest.approx(np.mean(scores)) and report["best_member"] == max(scores)
+        assert report["gain_over_best_member"] == pytest.approx(metrics[split]["score"] - max(scores))
+    curve = pd.read_csv(tmp_path / "plots" / "gnn" / collection.slug / "curve.csv")
+    assert curve["seed"].tolist() == [0, 0, 3, 3]

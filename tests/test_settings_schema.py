@@ -132,6 +132,10 @@ def test_choices_match_the_modules_that_use_them():
     assert (PRUNE_WHOLE_GRAPH, PRUNE_DEDUP_MODES, LGBM_NODE_STATS, LGBM_FEATURE_GROUPS) == (
         WHOLE_GRAPH, DEDUP_MODES, tuple(NODE_STATS), tuple(ALL_GROUPS))
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
+    from pipeline.graphnet.schedule import SCHEDULES
+    from pipeline.settings_schema import GNN_SCHEDULES
+
+    assert GNN_SCHEDULES == SCHEDULES
 
 
 @pytest.mark.parametrize("command", [

@@ -1,8 +1,11 @@
-"""The training loop: sampled configs per graph, ranking loss, AdamW + warm-up/cosine, clipping, bf16 on CUDA,
-per-epoch validation (model selection by the collection metric) and an exactly resumable checkpoint.
+"""The training loop: sampled configs per graph, ranking loss, AdamW + warm-up schedule, clipping, bf16 on CUDA,
+per-epoch validation (model selection by the collection metric), early stopping on a plateau of that metric
+(pipeline/graphnet/schedule.py) and an exactly resumable checkpoint.
 
 `fit` takes typed settings (`TrainSettings`, `GSTSettings`) and runs: `_setup` (optimiser, schedule, GST trainer),
-`_resume`, then per epoch `_train_epoch`, `validate`, `_select` and `_save_checkpoint`.
+`_resume`, then per epoch `_train_epoch`, `validate`, `_select`, the stop decision and `_save_checkpoint`.
+Validation scores every kept config of a valid graph (up to `gnn.valid_max_configs`) with the TTA orderings and
+config batches of the final inference, so the selected epoch's score is the score its predictions get.
 
 Randomness: the graph order of epoch e comes from rng (seed, e) (shared by all ranks), config sampling from a
 per-rank generator and dropout from torch's RNG; all of it is checkpointed, so resuming reproduces the
@@ -31,6 +34,7 @@ from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache, freeze_
 from pipeline.graphnet.infer import InferSettings, autocast, predict_rows
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec
+from pipeline.graphnet.schedule import LrSchedule, Plateau, stop_reason
 from pipeline.pruned import PrunedGraph
 from pipeline.scoring import metrics
 
@@ -41,8 +45,13 @@ class TrainSettings:
 
     lr: float                     # peak AdamW learning rate
     weight_decay: float
-    warmup_frac: float            # share of the optimiser steps spent warming up, then cosine decay to 0
-    epochs: int
+    warmup_frac: float            # share of the budget's optimiser steps spent warming up
+    schedule: str                 # after the warm-up: plateau | constant | cosine (to 0 at the budget)
+    lr_patience: int              # plateau: epochs without a gain that multiply the rate by lr_decay
+    lr_decay: float
+    epochs: int                   # the budget: most epochs (before GST's head fine-tuning)
+    patience: int                 # epochs without a validation gain > min_delta that stop training
+    min_delta: float
     steps_per_epoch: int | None   # None: one pass over the (rank's share of the) train graphs
     graphs_per_step: int          # graphs whose losses are averaged into one optimiser step
     configs_per_graph: int        # configs sampled per graph per step
@@ -53,20 +62,22 @@ class TrainSettings:
     resume: bool                  # continue from the checkpoint when it exists
     amp: bool                     # bf16 autocast on CUDA
     valid_max_configs: int        # per-epoch model selection scores at most this many configs per valid graph
-    valid: InferSettings          # how valid configs are scored (one TTA ordering)
+    valid: InferSettings          # how valid configs are scored: as at the final inference
 
     @classmethod
     def from_cfg(cls, gnn, kind: str, search: str | None) -> "TrainSettings":
         """From the `gnn` group for a collection of `kind` and `search` (`lr`, `configs_per_graph` by search)."""
         return cls(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
-                   warmup_frac=float(gnn.warmup_frac), epochs=int(gnn.epochs),
+                   warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule), epochs=int(gnn.epochs),
+                   lr_patience=int(gnn.lr_patience), lr_decay=float(gnn.lr_decay),
+                   patience=int(gnn.patience), min_delta=float(gnn.min_delta),
                    steps_per_epoch=int(gnn.steps_per_epoch) if gnn.steps_per_epoch else None,
                    graphs_per_step=max(1, int(gnn.graphs_per_step)),
                    configs_per_graph=int(by_search(gnn.configs_per_graph, "gnn.configs_per_graph", kind, search)),
                    grad_clip=float(gnn.grad_clip) if gnn.grad_clip else None, loss=str(gnn.loss),
                    margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume), amp=bool(gnn.amp),
                    valid_max_configs=int(gnn.valid_max_configs),
-                   valid=InferSettings(infer_batch=int(gnn.infer_batch), tta=1, amp=bool(gnn.amp)))
+                   valid=InferSettings.from_cfg(gnn))
 
 
 @dataclass
@@ -76,6 +87,10 @@ class FitResult:
     best_score: float                     # valid metric of the selected epoch (NaN without valid graphs)
     curve: list[dict] = field(default_factory=list)   # one row per epoch: epoch, loss, valid_score, lr, ...
     valid_per_graph: dict = field(default_factory=dict)  # graph_id -> valid metric at the best epoch
+    last_epoch: int = -1                  # the last epoch trained (GST head fine-tuning included)
+    stopped: str | None = None            # why the main phase ended: plateau | budget (None while it runs)
+    main_epochs: int = 0                  # epochs of the main phase (before GST's head fine-tuning)
+    plateau: dict = field(default_factory=dict)   # Plateau state (early stopping)
 
 
 def pick_device(name: str) -> torch.device:
@@ -87,21 +102,6 @@ def pick_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("gnn.device=cuda but no CUDA device is available")
     return torch.device(name)
-
-
-def warmup_cosine(total_steps: int, warmup_frac: float, after: float = 0.0) -> Callable[[int], float]:
-    """LR factor per step: linear warm-up over warmup_frac of the steps, then cosine decay to 0; steps past
-    `total_steps` (GST's head fine-tuning) get the constant factor `after`."""
-    warmup = max(1, int(round(total_steps * warmup_frac)))
-
-    def factor(step: int) -> float:
-        if step >= total_steps:
-            return after
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-    return factor
 
 
 def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
@@ -190,7 +190,7 @@ def steps_per_epoch(settings: TrainSettings, n_items: int, world: int) -> int:
 
 def _setup(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], settings: TrainSettings,
            gst: GSTSettings | None, seed: int, device: torch.device, info: DistInfo) -> _Run:
-    """Optimiser, GST trainer, epoch visits, warm-up/cosine schedule and random generators, in this order."""
+    """Optimiser, GST trainer, epoch visits, LR schedule over the budget and random generators, in this order."""
     core = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     segments = None if gst is None else SegmentCache(gst, spec.layers + 1, device)
@@ -198,8 +198,9 @@ def _setup(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], s
     # an epoch trains every node once: in GST a graph is visited once per `segments_per_step` of its segments
     visits = train_graphs if gst is None else [g for g in train_graphs for _ in range(trainer.visits(g))]
     finetune_scale = gst.finetune_lr_scale if gst else 0.0
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(
-        settings.epochs * steps_per_epoch(settings, len(visits), info.world), settings.warmup_frac, finetune_scale))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, LrSchedule(
+        settings.schedule, settings.epochs * steps_per_epoch(settings, len(visits), info.world), settings.warmup_frac,
+        finetune_scale))
     rng = np.random.default_rng([seed, info.rank])
     torch.manual_seed(seed + info.rank)
     return _Run(model=model, core=core, optimizer=optimizer, scheduler=scheduler, rng=rng, visits=visits,
@@ -219,15 +220,22 @@ def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_
     if run.trainer is not None:
         run.trainer.load_state_dict(state["gst"][info.rank])
     return FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"], best_score=state["best_score"],
-                     curve=state["curve"], valid_per_graph=state["valid_per_graph"])
+                     curve=state["curve"], valid_per_graph=state["valid_per_graph"], last_epoch=state["epoch"],
+                     stopped=state.get("stopped"), main_epochs=state.get("main_epochs", state["epoch"] + 1),
+                     plateau=state.get("plateau", {}))
 
 
 def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, settings: TrainSettings, seed: int,
                  device: torch.device, info: DistInfo) -> tuple[list[float], int]:
     """One epoch of optimiser steps over this rank's share of `items`; returns (step losses, configs seen)."""
+    from tqdm import tqdm
+
     stream = shard(items, info.rank, info.world, np.random.default_rng([seed, epoch]))
     gps, losses, seen = settings.graphs_per_step, [], 0
-    for step in range(steps_per_epoch(settings, len(items), info.world)):
+    steps = steps_per_epoch(settings, len(items), info.world)
+    # a bar on a terminal only (disable=None): DVC logs and CI keep one line per epoch (gnn.py)
+    for step in tqdm(range(steps), desc=f"epoch {epoch + 1}", unit="step", leave=False,
+                     disable=None if info.is_main else True):
         batch = [stream[(step * gps + j) % len(stream)] for j in range(gps)]
         run.optimizer.zero_grad(set_to_none=True)
         loss, n = train_step(run.model, kind, batch, settings, run.rng, device,
@@ -244,8 +252,9 @@ def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, set
 
 
 def _select(result: FitResult, core: nn.Module, epoch: int, score: float, per_graph: dict) -> None:
-    """Keep this epoch's weights when it is the best on valid so far (always, without valid graphs)."""
-    if not per_graph or score > result.best_score:
+    """Keep this epoch's weights when it is the best on valid so far (always, without valid graphs). A tie goes to
+    the later, longer-trained epoch: a saturated metric (tile valid at its ceiling of 1.0) keeps improving models."""
+    if not per_graph or score >= result.best_score:
         result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in core.state_dict().items()})
         result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
 
@@ -259,7 +268,8 @@ def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, 
                           "optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
                           "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
                           "best_score": result.best_score, "curve": result.curve,
-                          "valid_per_graph": result.valid_per_graph, "gst": gst_states}, path)
+                          "valid_per_graph": result.valid_per_graph, "gst": gst_states, "stopped": result.stopped,
+                          "main_epochs": result.main_epochs, "plateau": result.plateau}, path)
 
 
 def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], valid_graphs: list[PrunedGraph],
@@ -268,11 +278,15 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         max_epochs: int | None = None) -> FitResult:
     """Train `model` (already on `device`, DDP-wrapped when distributed) and select the best epoch on valid.
 
+    The main phase runs until the validation metric plateaus (`settings.patience` epochs without a gain above
+    `settings.min_delta`) or `settings.epochs` epochs have run; `FitResult.stopped` says which, `best_epoch` and
+    `last_epoch` which epochs were selected and trained last.
+
     `gst`: Graph Segment Training (pipeline.graphnet.gst) instead of whole-graph steps; the model is then NOT wrapped
     in DDP (its segments are not one forward call) and gradients are averaged over ranks explicitly. A GST epoch
     visits every graph once per `segments_per_step` of its segments, so that, as in the pruned mode, it trains
-    every node once. The last gst.finetune_epochs epochs (one visit per graph) train the prediction head only.
-    Every rank's historical table and segment cycles are part of the checkpoint.
+    every node once. After the main phase, gst.finetune_epochs epochs (one visit per graph) train the prediction
+    head only. Every rank's historical table and segment cycles are part of the checkpoint.
 
     Writes the resumable checkpoint (rank 0) after every epoch; with settings.resume it continues from it.
     `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
@@ -284,16 +298,22 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
     state = ckpt.load_checkpoint(checkpoint_path) if settings.resume else None
     if state is not None:
         result = _resume(run, state, spec, info, checkpoint_path)
+    plateau = Plateau(settings.patience, settings.min_delta)
+    if result.plateau:
+        plateau.load_state_dict(result.plateau)
 
     model.train()
-    total = settings.epochs + (gst.finetune_epochs if gst else 0)
-    stop = total if max_epochs is None else min(total, run.start + max_epochs)
-    for epoch in range(run.start, stop):
+    finetune_epochs = gst.finetune_epochs if gst else 0
+    epoch, calls = run.start, 0
+    while (result.stopped is None or epoch < result.main_epochs + finetune_epochs) and \
+            (max_epochs is None or calls < max_epochs):
         tic = time.perf_counter()
         items = run.visits
-        if run.trainer is not None and epoch >= settings.epochs:      # head fine-tuning: one visit per graph
+        if result.stopped is not None:                                 # GST head fine-tuning: one visit per graph
             run.trainer.finetune, items = True, train_graphs
             freeze_to_head(run.core)
+            run.scheduler.lr_lambdas[0].finetune = True
+            _apply_schedule(run)
         losses, seen = _train_epoch(run, items, epoch, spec.kind, settings, seed, device, info)
         train_seconds = time.perf_counter() - tic
         per_graph = (validate(run.core, spec.kind, valid_graphs, settings, seed, device, info, run.segments)
@@ -302,10 +322,25 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         rank_stats = gather_objects((float(np.mean(losses)), seen), info)
         row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
                "lr": float(run.scheduler.get_last_lr()[0]), "train_seconds": train_seconds,
-               "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9)}
+               "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9),
+               "seconds": time.perf_counter() - tic}
         result.curve.append(row)
         _select(result, run.core, epoch, score, per_graph)
+        if result.stopped is None:
+            result.stopped = stop_reason(plateau, score, epoch, settings.epochs)
+            if run.scheduler.lr_lambdas[0].reduce(plateau, settings.lr_patience, settings.lr_decay):
+                _apply_schedule(run)
+            result.main_epochs, result.plateau = epoch + 1, plateau.state_dict()
+        result.last_epoch = epoch
         _save_checkpoint(run, result, epoch, spec, info, checkpoint_path)
         if on_epoch is not None and info.is_main:
             on_epoch(row)
+        epoch, calls = epoch + 1, calls + 1
     return result
+
+
+def _apply_schedule(run: _Run) -> None:
+    """Set the rate the schedule gives now (after a change of its phase or scale), effective from the next step."""
+    schedule = run.scheduler.lr_lambdas[0]
+    for group, base in zip(run.optimizer.param_groups, run.scheduler.base_lrs):
+        group["lr"] = base * schedule(run.scheduler.last_epoch)

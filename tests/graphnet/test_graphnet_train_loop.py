@@ -11,7 +11,7 @@ from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
 from pipeline.graphnet.infer import InferSettings, predict_graph, tta_batches
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.graphnet.train_loop import TrainSettings, fit, warmup_cosine
+from pipeline.graphnet.train_loop import TrainSettings, fit
 
 CPU = torch.device("cpu")
 
@@ -38,10 +38,6 @@ def test_one_step_lowers_the_loss(kind, loss):
     assert after.item() < before.item()
 
 
-def test_warmup_cosine_schedule():
-    f = warmup_cosine(total_steps=100, warmup_frac=0.1)
-    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
-    assert f(10) == pytest.approx(1.0) and f(55) == pytest.approx(0.5) and f(100) == pytest.approx(0.0)
 
 
 def _train(tmp_path, gnn, max_epochs=None):

@@ -1,0 +1,97 @@
+"""How long the GNN trains: the learning-rate schedule and early stopping on the validation metric.
+
+Training runs at most `gnn.epochs` epochs (the budget). After every epoch the collection's validation metric
+updates a `Plateau`: an epoch *gains* when its score beats the score of the last gaining epoch by more than
+`gnn.min_delta`; training stops once `gnn.patience` epochs in a row did not gain (stop reason `plateau`), or at
+the budget (`budget`). Model selection is separate: the best-scoring epoch is kept whatever the stop.
+
+The schedule (`gnn.schedule`) must not force a plateau: `cosine` (warm-up, then cosine decay to 0 at the end of
+the budget) flattens every curve near the budget whether the model converged or not. `constant` (linear warm-up,
+then the peak rate) and `plateau` (the same, multiplied by `gnn.lr_decay` after every `gnn.lr_patience` epochs
+without a gain: reduce-on-plateau, driven by the same validation metric) leave the stop to the data.
+GST's head fine-tuning runs at `finetune_scale` of the peak.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SCHEDULES = ("plateau", "constant", "cosine")
+STOP_PLATEAU = "plateau"
+STOP_BUDGET = "budget"
+
+
+class LrSchedule:
+    """LR factor per optimiser step (a callable object, so LambdaLR checkpoints its state with the optimiser).
+
+    `total_steps` spans the budget; `warmup_frac` of them warm up linearly. Once `finetune` is set (GST's head
+    fine-tuning), every step gets `finetune_scale`. `scale` (reduce-on-plateau) multiplies the post-warm-up rate.
+    """
+
+    def __init__(self, kind: str, total_steps: int, warmup_frac: float, finetune_scale: float = 0.0) -> None:
+        if kind not in SCHEDULES:
+            raise ValueError(f"gnn.schedule={kind!r}; expected one of {SCHEDULES}")
+        self.kind, self.total_steps, self.finetune_scale = kind, int(total_steps), float(finetune_scale)
+        self.warmup = max(1, int(round(total_steps * warmup_frac)))
+        self.finetune = False
+        self.scale = 1.0
+
+    def reduce(self, plateau: "Plateau", lr_patience: int, lr_decay: float) -> bool:
+        """`plateau` schedule: multiply the rate by lr_decay when the stall reaches a multiple of lr_patience
+        epochs; returns whether it did."""
+        if self.kind != "plateau" or plateau.stall == 0 or plateau.stall % lr_patience:
+            return False
+        self.scale *= lr_decay
+        return True
+
+    def __call__(self, step: int) -> float:
+        if self.finetune:
+            return self.finetune_scale
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        if self.kind != "cosine":
+            return self.scale
+        progress = min(1.0, (step - self.warmup) / max(1, self.total_steps - self.warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass
+class Plateau:
+    """Early-stopping state: the score of the last gaining epoch and how many epochs since did not gain."""
+
+    patience: int                    # epochs without a gain that end training
+    min_delta: float                 # a gain beats the reference score by more than this
+    reference: float = -math.inf     # score of the last gaining epoch
+    stall: int = 0                   # epochs since then
+
+    def update(self, score: float) -> bool:
+        """Record one epoch's validation score; True when training should stop (a NaN score never gains,
+        so training without valid graphs runs to the budget: see `stop_reason`)."""
+        if not math.isnan(score) and score > self.reference + self.min_delta:
+            self.reference, self.stall = score, 0
+        else:
+            self.stall += 1
+        return self.stall >= self.patience and not math.isinf(self.reference)
+
+    def state_dict(self) -> dict:
+        return {"reference": self.reference, "stall": self.stall}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.reference, self.stall = float(state["reference"]), int(state["stall"])
+
+
+def stop_reason(plateau: Plateau, score: float, epoch: int, budget: int) -> str | None:
+    """After epoch `epoch` (0-based) of a `budget`-epoch run: `plateau`, `budget` or None (go on)."""
+    if plateau.update(score):
+        return STOP_PLATEAU
+    return STOP_BUDGET if epoch + 1 >= budget else None
+
+
+def replay(scores: list[float], patience: int, min_delta: float, budget: int) -> tuple[int, str]:
+    """(last epoch, stop reason) of a run whose validation curve is `scores` (what `fit` would do)."""
+    plateau = Plateau(patience, min_delta)
+    for epoch, score in enumerate(scores[:budget]):
+        reason = stop_reason(plateau, score, epoch, budget)
+        if reason is not None:
+            return epoch, reason
+    raise ValueError(f"a curve of {len(scores)} epochs neither plateaus nor reaches the budget of {budget}")
