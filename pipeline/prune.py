@@ -17,10 +17,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from tqdm import tqdm
 
-from pipeline.config import stage_args
+from pipeline.config import by_search, stage_args
 from pipeline.files import atomic_path, write_json
 from pipeline.pruning.dedup import DEDUP_MODES
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
@@ -35,7 +36,7 @@ from pipeline.tpugraphs.schema import SPLITS
 class PruneParams:
     """conf/prune, validated."""
 
-    hops: int | None             # None = whole graph (`hops: all`)
+    hops: int | None             # None = whole graph (`hops: all`), resolved for one collection
     pad_value: float
     dedup: str
     log_columns: tuple[str, ...]
@@ -45,8 +46,10 @@ class PruneParams:
     skip_invalid_train: bool
 
     @classmethod
-    def from_cfg(cls, prune) -> "PruneParams":
-        hops = None if str(prune.hops) == WHOLE_GRAPH else int(prune.hops)
+    def from_cfg(cls, prune, collection: Collection | None = None) -> "PruneParams":
+        """conf/prune for `collection`: `prune.hops` may be one value or a mapping by search (like gnn.lr); tile
+        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection."""
+        hops = prune_hops(prune.hops, collection)
         params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
                      log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
                      workers=int(prune.workers), chunk_size=int(prune.chunk_size),
@@ -63,6 +66,22 @@ class PruneParams:
     def graph_params(self) -> GraphParams:
         return GraphParams(hops=self.hops, pad_value=self.pad_value, dedup=self.dedup, chunk_size=self.chunk_size,
                            log_mask=log_mask(self.log_columns))
+
+
+def prune_hops(value, collection: Collection | None) -> int | None:
+    """`prune.hops` (a number, `all`, or a mapping by search) -> hops for `collection`, None = whole graph."""
+    if isinstance(value, Mapping):
+        if collection is None:
+            raise ValueError(f"prune.hops is set by search ({dict(value)}); a collection is needed to resolve it")
+        if collection.kind == "tile":
+            return None
+        value = by_search(value, "prune.hops", collection.kind, collection.search)
+    if str(value) == WHOLE_GRAPH:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {value!r}") from None
 
 
 def _run(tasks: list[tuple], workers: int, desc: str) -> list[GraphResult]:
@@ -175,7 +194,8 @@ def write_metrics(report: dict, path: str | Path) -> dict:
 def main(argv=None) -> None:
     args, cfg = stage_args(__doc__, argv)
     collection = Collection.parse(args.collection)
-    report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune))
+    params = PruneParams.from_cfg(cfg.prune, collection)
+    report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, params)
     summary = write_metrics(report, Path(cfg.paths.metrics_dir) / "prune" / f"{collection.slug}.json")
     print(f"prune {collection.name}: {summary['graphs']} graphs, nodes {summary['nodes']} -> "
           f"{summary['nodes_pruned']}, edges {summary['edges']} -> {summary['edges_pruned']}, configs "

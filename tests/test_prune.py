@@ -15,7 +15,7 @@ from pipeline.config import compose
 from pipeline.prune import PruneParams, main, prune_collection
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
-from pipeline.tpugraphs.dataset import load_graph
+from pipeline.tpugraphs.dataset import Collection, load_graph
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import SPLITS
 
@@ -54,6 +54,17 @@ def build_layout(root: Path, n_graphs: int = 2) -> Path:
 
 def params(**overrides) -> PruneParams:
     return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune), **overrides)
+
+
+def test_hops_by_search_resolve_per_collection():
+    cfg = compose(["data=programs_ci", "prune.hops={random: all, default: 2}"]).prune
+    assert PruneParams.from_cfg(cfg, Collection.parse("layout-xla-random")).hops is None
+    assert PruneParams.from_cfg(cfg, Collection.parse("layout-nlp-default")).hops == 2
+    assert PruneParams.from_cfg(cfg, Collection.parse("tile-xla")).hops is None       # tile graphs: always whole
+    with pytest.raises(ValueError, match="prune.hops is set by search .* a collection is needed"):
+        PruneParams.from_cfg(cfg)
+    plain = compose(["data=programs_ci", "prune.hops=3"]).prune
+    assert PruneParams.from_cfg(plain).hops == 3 == PruneParams.from_cfg(plain, Collection.parse(LAYOUT)).hops
 
 
 @pytest.fixture(scope="module")
