@@ -13,6 +13,8 @@ Outputs (rank 0, each written atomically):
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Sequence
@@ -30,7 +32,8 @@ from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
+from pipeline.graphnet.losses import hinge_min_gap
+from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
@@ -65,6 +68,17 @@ def write_curve(curve: list[dict], path: Path) -> None:
                                            "configs_per_second"]), path)
 
 
+def train_min_gap(cfg: DictConfig, collection: Collection, verbose: bool) -> float:
+    """The hinge's min_gap: from the duplicate-runtime spread prune measured, or gnn.min_gap (losses.hinge_min_gap)."""
+    path = collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE
+    quantile = cfg.gnn.min_gap_quantile
+    report = json.loads(path.read_text()) if quantile is not None else {}
+    min_gap, source = hinge_min_gap(float(cfg.gnn.min_gap), quantile, report, str(path))
+    if verbose:
+        print(f"[{STAGE} {collection.slug}] pairwise hinge min_gap {min_gap:.5f} ({source})", flush=True)
+    return min_gap
+
+
 def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = DistInfo(),
                      run=None, max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
     """Build and train the model of one collection; returns (best model on CPU, FitResult)."""
@@ -97,6 +111,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
             run.log(row, step=row["epoch"])
 
     settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
+    settings = dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, info.is_main))
     result = fit(wrapped, spec, train, valid, settings, gst, int(cfg.seed), model_dir / ckpt.CHECKPOINT_FILE, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)

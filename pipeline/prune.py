@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from pipeline.config import by_search, stage_args
 from pipeline.files import atomic_path, write_json
-from pipeline.pruning.dedup import DEDUP_MODES
+from pipeline.pruning.dedup import DEDUP_MODES, spread_summary
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
 from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
@@ -165,6 +165,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                   "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
                              "pad_value": params.pad_value, "dedup": params.dedup},
                   "splits": split_totals(rows), "skipped": skipped,
+                  "duplicate_spread": spread_summary(r.spread for r in done if r.split == "train"),
                   "node_feat_columns": len(normalizer.columns)}
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.
@@ -181,6 +182,8 @@ def metrics_summary(report: dict) -> dict:
             "edge_keep_ratio": round(totals["edges_pruned"] / max(totals["edges"], 1), 6),
             "config_keep_ratio": round(totals["configs_dedup"] / max(totals["configs"], 1), 6),
             "skipped": len(report["skipped"]), "node_feat_columns": report["node_feat_columns"],
+            "duplicate_groups": report["duplicate_spread"]["groups"],
+            "duplicate_spread_median": (report["duplicate_spread"]["percentiles"] or [None] * 51)[50],
             "wall_s": report["wall_s"], "peak_rss_mb": report["peak_rss_mb"]}
 
 

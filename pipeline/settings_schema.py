@@ -123,6 +123,7 @@ SCHEMA = Group({
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
         "min_gap": Float(low=0.0, high=1.0, high_open=True),
+        "min_gap_quantile": Optional(FRACTION),   # null: gnn.min_gap; else from prune's duplicate spread
         "lr": BySearch(POSITIVE),
         "weight_decay": NON_NEGATIVE,
         "warmup_frac": FRACTION,

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import make_tile_arrays, write_npz
 from pipeline.config import compose
+from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.prune import PruneParams, main, prune_collection
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
@@ -97,6 +98,19 @@ def test_layout_outputs(layout_run):
                                          "edges_pruned": 8, "configs": 12, "configs_dedup": 8}
     assert report["splits"]["valid"]["configs_dedup"] == 8 and report["skipped"] == []
     assert sorted(p.name for p in folder.parent.iterdir()) == [LAYOUT]          # no temp folder left behind
+
+
+def test_duplicate_runtime_spread_in_the_report_and_the_hinge_min_gap(layout_run):
+    _, folder, report = layout_run
+    # each train graph repeats config 0 (100 and 40 ns: 100 / 40 - 1 = 1.5) and config 1 (200, 260: 0.3);
+    # pooled over the 2 train graphs: [0.3, 0.3, 1.5, 1.5] -> median 0.9, 25th percentile 0.3
+    spread = json.loads((folder / "report.json").read_text())["duplicate_spread"]
+    assert spread == report["duplicate_spread"] and spread["groups"] == 4
+    assert spread["percentiles"][50] == pytest.approx(0.9) and spread["percentiles"][25] == pytest.approx(0.3)
+    assert spread["percentiles"][0] == pytest.approx(0.3) and spread["percentiles"][100] == pytest.approx(1.5)
+    assert hinge_min_gap(0.005, 0.5, report, "r")[0] == pytest.approx(0.9)
+    assert hinge_min_gap(0.005, 0.375, report, "r")[0] == pytest.approx(0.45)   # 0.3 + 0.125 * (1.5 - 0.3)
+    assert hinge_min_gap(0.005, None, report, "r") == (0.005, "gnn.min_gap")    # the user's number
 
 
 def test_test_configs_survive_untouched(layout_run):

@@ -17,6 +17,7 @@ import numpy as np
 
 DIGEST_BYTES = 16
 DEDUP_MODES = ("min", "mean")
+SPREAD_PERCENTILES = np.arange(101)   # the percentile table of the duplicate spread in prune's report.json
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,36 @@ def aggregate(values: np.ndarray, dedup: Dedup, how: str) -> np.ndarray:
     if how == "mean":
         return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
     raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {how!r}")
+
+
+def relative_spread(values: np.ndarray, dedup: Dedup) -> np.ndarray:
+    """float64 [groups]: max / min - 1 of `values` [configs] over each kept row that stands for >= 2 identical
+    configurations (kept-row order), i.e. how far repeated measurements of one configuration lie apart. Groups
+    whose minimum is not positive carry no relative spread and are left out."""
+    values = np.asarray(values, dtype=np.float64)
+    low, high = np.full(dedup.n_kept, np.inf), np.full(dedup.n_kept, -np.inf)
+    np.minimum.at(low, dedup.inverse, values)
+    np.maximum.at(high, dedup.inverse, values)
+    repeated = (dedup.count >= 2) & (low > 0)
+    return high[repeated] / low[repeated] - 1.0
+
+
+def spread_summary(spreads: Iterable[np.ndarray]) -> dict:
+    """The duplicate-runtime spread of a split, pooled over its graphs: {"groups": number of groups of identical
+    configurations, "percentiles": the spread at SPREAD_PERCENTILES (0..100), or None without any group}."""
+    pooled = np.concatenate([np.asarray(s, dtype=np.float64) for s in spreads] or [np.zeros(0)])
+    table = np.percentile(pooled, SPREAD_PERCENTILES).tolist() if len(pooled) else None
+    return {"groups": int(len(pooled)), "percentiles": table}
+
+
+def spread_quantile(summary: dict, quantile: float, where: str) -> float | None:
+    """The spread at `quantile` (0..1, linear between the table's percentiles); None when no group was found.
+
+    Raises ValueError naming `where` when the summary is not a `spread_summary`."""
+    table = summary.get("percentiles", "missing") if isinstance(summary, dict) else "missing"
+    if table is None:
+        return None
+    if not isinstance(table, list) or len(table) != len(SPREAD_PERCENTILES):
+        raise ValueError(f"{where}: duplicate_spread.percentiles must list {len(SPREAD_PERCENTILES)} numbers "
+                         f"(re-run stage prune), found {table!r:.60}")
+    return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, table))
