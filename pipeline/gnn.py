@@ -29,10 +29,11 @@ from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
 from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
 from pipeline.graphnet.infer import InferSettings, predict_graphs
+from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
-from pipeline.graphnet.losses import hinge_min_gap
+from pipeline.prune import prune_hops
 from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
@@ -95,7 +96,7 @@ def train_collection(cfg: DictConfig, collection: Collection, info: DistInfo = D
     torch.manual_seed(int(cfg.seed))                     # identical initial weights on every rank
     model = build_model(spec, gnn.infer_chunk_mb).to(device)
     gst = gst_settings(gnn, collection)
-    if gst is not None and str(cfg.prune.hops) != WHOLE_GRAPH and info.is_main:
+    if gst is not None and prune_hops(cfg.prune.hops, collection) is not None and info.is_main:
         print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
               f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
     wrapped = model

@@ -4,7 +4,8 @@
 k-hop subgraphs (pipeline.pruning.subgraph), -1 re-padding (pipeline.pruning.repad), config de-duplication streamed in chunks
 (pipeline.pruning.dedup), and a node_feat normaliser fitted on train only (pipeline.pruning.normalize). Writes, all inside a
 temporary folder renamed into place at the end (a crash leaves no folder DVC could take as complete):
-- `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs)
+- `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs, the
+  relative runtime spread of identical train configs, `duplicate_spread`, which sets the GNN hinge's min_gap)
   and `<split>/<graph_id>/*.npy`, all byte-identical across runs (any `workers`);
 and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show` (with wall time and peak RSS).
 """
