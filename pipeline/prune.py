@@ -18,16 +18,16 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from tqdm import tqdm
 
-from pipeline.config import by_search, stage_args
+from pipeline.config import stage_args
 from pipeline.files import atomic_path, write_json
-from pipeline.pruning.dedup import DEDUP_MODES, spread_summary
+from pipeline.pruning.dedup import DEDUP_MODES
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
-from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
+from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, prune_hops,
+                             spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.schema import SPLITS
 
@@ -67,22 +67,6 @@ class PruneParams:
     def graph_params(self) -> GraphParams:
         return GraphParams(hops=self.hops, pad_value=self.pad_value, dedup=self.dedup, chunk_size=self.chunk_size,
                            log_mask=log_mask(self.log_columns))
-
-
-def prune_hops(value, collection: Collection | None) -> int | None:
-    """`prune.hops` (a number, `all`, or a mapping by search) -> hops for `collection`, None = whole graph."""
-    if isinstance(value, Mapping):
-        if collection is None:
-            raise ValueError(f"prune.hops is set by search ({dict(value)}); a collection is needed to resolve it")
-        if collection.kind == "tile":
-            return None
-        value = by_search(value, "prune.hops", collection.kind, collection.search)
-    if str(value) == WHOLE_GRAPH:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {value!r}") from None
 
 
 def _run(tasks: list[tuple], workers: int, desc: str) -> list[GraphResult]:

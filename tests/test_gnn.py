@@ -19,8 +19,7 @@ from pipeline.graphnet.model import ModelSpec
 from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.files import write_json
-from pipeline.pruned import REPORT_FILE, save_pruned_graph, write_index
-from pipeline.pruning.dedup import spread_summary
+from pipeline.pruned import REPORT_FILE, save_pruned_graph, spread_summary, write_index
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM
 GRAPHS = {"train": 3, "valid": 2, "test": 2}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.pruning.dedup import spread_quantile
+from pipeline.pruned import spread_quantile
 
 LOSSES = ("pairwise_hinge", "listmle")
 

@@ -17,7 +17,6 @@ import numpy as np
 
 DIGEST_BYTES = 16
 DEDUP_MODES = ("min", "mean")
-SPREAD_PERCENTILES = np.arange(101)   # the percentile table of the duplicate spread in prune's report.json
 
 
 @dataclass(frozen=True)
@@ -114,23 +113,3 @@ def relative_spread(values: np.ndarray, dedup: Dedup) -> np.ndarray:
     repeated = (dedup.count >= 2) & (low > 0)
     return high[repeated] / low[repeated] - 1.0
 
-
-def spread_summary(spreads: Iterable[np.ndarray]) -> dict:
-    """The duplicate-runtime spread of a split, pooled over its graphs: {"groups": number of groups of identical
-    configurations, "percentiles": the spread at SPREAD_PERCENTILES (0..100), or None without any group}."""
-    pooled = np.concatenate([np.asarray(s, dtype=np.float64) for s in spreads] or [np.zeros(0)])
-    table = np.percentile(pooled, SPREAD_PERCENTILES).tolist() if len(pooled) else None
-    return {"groups": int(len(pooled)), "percentiles": table}
-
-
-def spread_quantile(summary: dict, quantile: float, where: str) -> float | None:
-    """The spread at `quantile` (0..1, linear between the table's percentiles); None when no group was found.
-
-    Raises ValueError naming `where` when the summary is not a `spread_summary`."""
-    table = summary.get("percentiles", "missing") if isinstance(summary, dict) else "missing"
-    if table is None:
-        return None
-    if not isinstance(table, list) or len(table) != len(SPREAD_PERCENTILES):
-        raise ValueError(f"{where}: duplicate_spread.percentiles must list {len(SPREAD_PERCENTILES)} numbers "
-                         f"(re-run stage prune), found {table!r:.60}")
-    return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, table))
