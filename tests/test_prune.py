@@ -54,7 +54,8 @@ def build_layout(root: Path, n_graphs: int = 2) -> Path:
 
 
 def params(**overrides) -> PruneParams:
-    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune), **overrides)
+    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune, Collection.parse(LAYOUT)),
+                               **overrides)
 
 
 def test_hops_by_search_resolve_per_collection():
@@ -174,11 +175,11 @@ def test_two_runs_are_identical_and_normalisation_uses_train_only(tmp_path, layo
         write_npz(tmp_path / "npz/layout/xla/random" / split / f"{stem(split, 0)}.npz", arrays)
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 0)}.npz", layout_arrays("train"))
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=1))
-    prune_collection(tmp_path, LAYOUT, tmp_path / "valid_changed", params())
+    prune_collection(tmp_path, LAYOUT, tmp_path / "valid_changed", params(hops=1))
     normalizer = (tmp_path / "valid_changed" / LAYOUT / "normalizer.json").read_bytes()
     assert normalizer == first["normalizer.json"]
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=7))
-    prune_collection(tmp_path, LAYOUT, tmp_path / "train_changed", params())
+    prune_collection(tmp_path, LAYOUT, tmp_path / "train_changed", params(hops=1))
     assert (tmp_path / "train_changed" / LAYOUT / "normalizer.json").read_bytes() != normalizer
 
 
