@@ -32,6 +32,7 @@ RESULTS = Path(__file__).parent / "results" / "gnn.md"
 FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)
 CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
 BENCH_SEARCH = "random"     # the generated configs are random layouts
+TIE_TOLERANCE = 1e-5        # scores closer than this (relative to the largest) are float ties between two paths
 
 
 def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
@@ -114,10 +115,24 @@ def _infer_case(args: tuple) -> dict:
                                          np.random.default_rng(0), torch.device("cpu"), None)
             seconds[name].append(time.perf_counter() - tic)
     plain, chunked = scores["plain"], scores["chunked"]
+    from benchmarks.bench_scale import flops_per_config, matmul_gflops   # (bench_scale imports this module)
+    configs = config_batch("layout", graph, np.arange(8))
+    flops = flops_per_config(model, graph_tensors(graph), configs)
+    bound = matmul_gflops(torch.device("cpu"))
     return {"seconds": min(seconds["plain"]), "chunked_seconds": min(seconds["chunked"]), "configs": len(plain),
             "max_rel_diff": float(np.abs(chunked - plain).max() / np.abs(plain).max()),
             "same_ranking": bool(np.array_equal(np.argsort(plain, kind="stable"), np.argsort(chunked, kind="stable"))),
-            "tau": ranking_agreement(plain, chunked)}
+            "tau": ranking_agreement(plain, chunked), "flops_per_config": flops, "matmul_gflops": bound,
+            "tie_tolerance": TIE_TOLERANCE * float(np.abs(plain).max()),
+            "swapped_beyond_ties": swapped_pairs(plain, chunked, TIE_TOLERANCE * float(np.abs(plain).max()))}
+
+
+def swapped_pairs(a: np.ndarray, b: np.ndarray, tolerance: float) -> int:
+    """Pairs of configs that b orders the other way round from a although their scores under a differ by more than
+    `tolerance` (0 = the same ranking up to ties within float tolerance)."""
+    gap_a = a[:, None] - a[None, :]                                           # [configs, configs]
+    gap_b = b[:, None] - b[None, :]
+    return int(np.sum((gap_a > tolerance) & (gap_b < 0)))
 
 
 def ranking_agreement(a: np.ndarray, b: np.ndarray) -> float:
@@ -179,8 +194,14 @@ def main(argv=None) -> None:
               f"(gnn.infer_chunk_mb={gnn.infer_chunk_mb}) {infer['chunked_seconds']:.2f} s "
               f"({evals / infer['chunked_seconds']:.0f} / s), **{infer['seconds'] / infer['chunked_seconds']:.1f}x**; "
               f"max relative difference of the scores {infer['max_rel_diff']:.1e}; identical ranking: "
-              f"{infer['same_ranking']}, Kendall tau between the two rankings {infer['tau']:.6f} (float rounding "
-              f"can swap configs whose scores differ by less than it)."]
+              f"{infer['same_ranking']}, Kendall tau between the two rankings {infer['tau']:.6f}; pairs swapped whose plain "
+              f"scores differ by more than {infer['tie_tolerance']:.1e} ({TIE_TOLERANCE:g} of the largest score): "
+              f"**{infer['swapped_beyond_ties']}** (float rounding only swaps near-ties). Against the matmul bound: "
+              f"{infer['flops_per_config'] / 1e6:.1f} MFLOP of matmuls per config evaluation (flop counter, plain "
+              f"forward), dense fp32 matmul rate {infer['matmul_gflops']:.1f} GFLOP/s in the same process: plain "
+              f"{evals / infer['seconds'] * infer['flops_per_config'] / 1e9 / infer['matmul_gflops']:.3f}, chunked "
+              f"{evals / infer['chunked_seconds'] * infer['flops_per_config'] / 1e9 / infer['matmul_gflops']:.3f} "
+              f"of the bound."]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -230,6 +230,21 @@ def groups_help(conf_dir: Path | None = None) -> str:
     return "config groups (group=option; keys: python -m pipeline.<stage> --help):\n" + "\n".join(lines)
 
 
+def check_data_root(cfg: DictConfig) -> None:
+    """Exit with one line when data=tpugraphs points at a folder without the dataset, before DVC reads params.yaml
+    (DVC itself would stop on the missing dependency with a less helpful message)."""
+    if cfg.data.kind != "tpugraphs":
+        return
+    from pipeline.tpugraphs.dataset import npz_root
+    from pipeline.tpugraphs.errors import TpuGraphsFormatError
+
+    try:
+        npz_root(cfg.data.root)
+    except TpuGraphsFormatError as error:
+        raise SystemExit(f"error: data.root={cfg.data.root}: no TpuGraphs data there ({error}); run "
+                         f"`python -m pipeline.download` or set data.root=<folder holding npz/>") from None
+
+
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
     """Write cfg to params.yaml the way DVC's Hydra integration does (resolved, no comments)."""
     write_text(OmegaConf.to_yaml(cfg, resolve=True), path)
@@ -251,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.cfg == "job":
         print(OmegaConf.to_yaml(cfg, resolve=True), end="")
         return
+    check_data_root(cfg)
     write_params(cfg)
     print(f"wrote {PARAMS_FILE} ({len(overrides)} override(s))")
 

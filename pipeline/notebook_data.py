@@ -187,6 +187,21 @@ def score_table(long: pd.DataFrame, models: Sequence[str] = (*MODEL_STAGES, CEIL
     return table.reindex(columns=[m for m in models if m in table.columns])
 
 
+OVERALL = "overall"          # the row of score tables holding the mean over collections (the Kaggle score)
+
+
+def with_overall(table: pd.DataFrame) -> pd.DataFrame:
+    """score_table plus one `overall` row per split: each column's mean over the collections, i.e. the Kaggle score;
+    NaN where a collection lacks the score (a mean over fewer collections is not the leaderboard's number)."""
+    collections = table.index.get_level_values("collection").unique()
+    splits = table.index.get_level_values("split").unique()
+    rows = {(OVERALL, split): table.xs(split, level="split").reindex(collections).mean(skipna=False)
+            for split in splits}
+    overall = pd.DataFrame.from_dict(rows, orient="index")
+    overall.index = pd.MultiIndex.from_tuples(overall.index, names=table.index.names)
+    return pd.concat([table, overall.reindex(columns=table.columns)])
+
+
 def per_graph(plots_dir: str | Path, slugs: Sequence[str], models: Mapping[str, str] = MODEL_STAGES) -> Found:
     """Per-graph scores of every model: columns collection, model, split, graph_id, score."""
     frames, missing = [], []

@@ -54,7 +54,7 @@ LGBM_KIND = Group({
 })
 
 SCHEMA = Group({
-    "paths": Group({name: PATH for name in ("synthetic_dir", "pruned_dir", "models_dir", "predictions_dir",
+    "paths": Group({name: PATH for name in ("synthetic_dir", "tpugraphs_dir", "pruned_dir", "models_dir", "predictions_dir",
                                              "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir")}),
     "data": Group({
         "name": Str(),
@@ -66,6 +66,7 @@ SCHEMA = Group({
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
     "synthesize": AnyMapping(),
+    "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
         "seed": Int(),
         "collections": List(Str(COLLECTION_NAMES), min_len=1),
@@ -152,7 +153,8 @@ SCHEMA = Group({
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
-    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1)}),
+    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
+                      "page_template": PATH, "vega_lite_version": Str()}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),
 })

@@ -10,6 +10,13 @@ The Kaggle score is the leaderboard's: the unweighted mean of the collection sco
 the collections `data.collections` configures (all five for a full run, so it equals the leaderboard's mean).
 A split a metrics file lacks (the real test split has no truth) is left out of that model, never counted as zero.
 `dvc exp show --sort-by metrics/summary.json:ensemble.valid.kaggle` ranks experiments by it.
+
+It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
+`<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
+model-vs-model comparison), `<plots_dir>/summary/ranks/<slug>.csv` (model, graph_id, true_rank, predicted_rank)
+and `<plots_dir>/summary/gnn_curves.csv` (collection, epoch, loss, valid_score), read from the model stages' plots
+(a missing one is a one-line error naming it), and `summary.page_template`, the HTML page DVC fills with the charts,
+with Vega inlined so it renders offline (pipeline/plots_page.py).
 """
 from __future__ import annotations
 
@@ -19,13 +26,19 @@ from typing import Mapping, Sequence
 
 from omegaconf import DictConfig
 
+import pandas as pd
+
+from pipeline import notebook_data as reports
+from pipeline import plots_page
 from pipeline.config import stage_args
-from pipeline.files import read_json, write_json
+from pipeline.files import atomic_path, read_json, write_json
 from pipeline.scoring import metrics
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection
 
 SUMMARY_NAME = "summary.json"
+STAGE = "summary"                      # its folder under plots_dir
+COMPARED_SPLIT = "valid"               # the split every model is scored on with truth, real data included
 
 
 def summary_file(metrics_dir: str | Path) -> Path:
@@ -73,10 +86,51 @@ def summarize(metrics_dir: str | Path, models: Sequence[str], collections: Seque
     return summary
 
 
+def found(table_and_missing: tuple[pd.DataFrame, list[Path]], what: str) -> pd.DataFrame:
+    """The table of a notebook_data loader; FileNotFoundError naming the first missing file."""
+    table, missing = table_and_missing
+    if missing:
+        raise FileNotFoundError(f"{missing[0]}: no {what} file; run the stage that writes it first (dvc repro)")
+    return table
+
+
+def review_tables(plots_dir: str | Path, models: Sequence[str], slugs: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """{relative csv path: table} of the grouped review charts (see the module docstring), from the model stages'
+    per-graph scores, rank scatters and GNN curves."""
+    stages = {m: reports.MODEL_STAGES.get(m, m) for m in models}
+    graphs = found(reports.per_graph(plots_dir, slugs, stages), "per-graph score")
+    graphs = graphs[graphs["split"] == COMPARED_SPLIT]
+    ranks = pd.concat([found(reports.rank_scatter_points(plots_dir, slugs, m), "rank scatter").assign(model=m)
+                       for m in models], ignore_index=True)
+    tables = {}
+    for slug in slugs:
+        tables[f"models/{slug}.csv"] = graphs.loc[graphs["collection"] == slug, ["graph_id", "model", "score"]]
+        tables[f"ranks/{slug}.csv"] = ranks.loc[ranks["collection"] == slug,
+                                                ["model", "graph_id", "true_rank", "predicted_rank"]]
+    if "gnn" in stages:
+        curves = found(reports.gnn_curves(plots_dir, slugs), "gnn curve")
+        tables["gnn_curves.csv"] = curves[["collection", "epoch", "loss", "valid_score"]]
+    return tables
+
+
+def write_review(tables: dict[str, pd.DataFrame], folder: Path) -> None:
+    """Write the review tables under `folder`, replacing it whole (nothing stale from other collections stays)."""
+    with atomic_path(folder) as tmp:
+        for name, table in tables.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(tmp / name, index=False)
+
+
 def run(cfg: DictConfig) -> dict:
-    """Summarise the configured models over the configured collections and write summary.json."""
+    """Summarise the configured models over the configured collections and write summary.json, the review
+    charts' tables and the offline page template."""
     collections = [Collection.parse(c) for c in cfg.data.collections]
-    summary = summarize(cfg.paths.metrics_dir, list(cfg.summary.models), collections, list(cfg.summary.splits))
+    models = list(cfg.summary.models)
+    summary = summarize(cfg.paths.metrics_dir, models, collections, list(cfg.summary.splits))
+    tables = review_tables(cfg.paths.plots_dir, models, [c.slug for c in collections])
+    page = plots_page.page_template(str(cfg.summary.vega_lite_version))
+    write_review(tables, Path(cfg.paths.plots_dir) / STAGE)
+    plots_page.write_template(page, cfg.summary.page_template)
     write_json(summary, summary_file(cfg.paths.metrics_dir))
     return summary
 

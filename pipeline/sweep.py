@@ -5,7 +5,10 @@
 Hydra expands the sweep (its full override grammar: `a=1,2`, `range(...)`, group lists `gnn=default,kaggle`) and
 runs one job per combination, in this process by default or through a Hydra launcher plugin given as an override:
 `hydra/launcher=submitit_slurm hydra.launcher.partition=<p> hydra.launcher.gpus_per_node=1 ...` sends each job to
-SLURM (hydra-submitit-launcher; `submitit_local` runs them as local subprocesses, what the test uses). Each job composes conf/ with its overrides, reads the stage's inputs where that
+SLURM (hydra-submitit-launcher; `submitit_local` runs them as local subprocesses, what the test uses).
+A search instead of a grid: `hydra/sweeper=optuna hydra.sweeper.direction=maximize hydra.sweeper.n_trials=20
+hydra.sweeper.sampler.seed=0 'lgbm.learning_rate=interval(0.01,0.2)' 'lgbm.num_leaves=choice(15,63)'`
+(hydra-optuna-sweeper): each job returns its valid score, which Optuna maximises. Each job composes conf/ with its overrides, reads the stage's inputs where that
 config says (pass the same `data=...` you ran the pipeline with) and writes the stage's outputs under
 `<paths.multirun_dir>/<stage>-<collection>/<job>/`, never over the pipeline's own. A summary table of the jobs'
 scores is printed and saved as `summary.csv` beside them.
@@ -38,12 +41,21 @@ def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> P
     return Path(compose(fixed).paths.multirun_dir) / f"{stage}-{collection.slug}"
 
 
+def job_metrics(metrics_dir: Path, stage: str, collection: Collection) -> dict:
+    """The metrics file a job of the stage wrote: {split: {"score": ...}, ...}."""
+    path = Path(metrics_dir) / stage / f"{collection.slug}.json"
+    result = json.loads(path.read_text())
+    if "valid" not in result or "score" not in result["valid"]:
+        raise ValueError(f"{path}: expected a valid score under valid.score, found keys {sorted(result)}")
+    return result
+
+
 def job_scores(folder: Path, stage: str, collection: Collection) -> pd.DataFrame:
     """One row per job: its overrides and the valid (and test) score from its metrics file."""
     rows = []
     for job in sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
         overrides = (job / ".hydra" / "overrides.yaml").read_text().strip().replace("\n", " ")
-        result = json.loads((job / "metrics" / stage / f"{collection.slug}.json").read_text())
+        result = job_metrics(job / "metrics", stage, collection)
         rows.append({"job": int(job.name), "overrides": overrides,
                      **{f"{s}_score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return pd.DataFrame(rows)
@@ -67,11 +79,12 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     from hydra.core.hydra_config import HydraConfig
 
     @hydra.main(version_base=None, config_path=str(repo_root() / CONF_DIR), config_name="config")
-    def job(cfg) -> None:
+    def job(cfg) -> float:
         job_dir = Path(HydraConfig.get().runtime.output_dir)
         for key in OUTPUT_PATHS:
             cfg.paths[key] = str(job_dir / Path(cfg.paths[key]).name)
         stage.run(checked(cfg), collection)
+        return float(job_metrics(Path(cfg.paths.metrics_dir), args.stage, collection)["valid"]["score"])  # Optuna
 
     sys.argv = [f"{__package__}.sweep", "--multirun", *overrides, f"hydra.sweep.dir={folder}",
                 "hydra.sweep.subdir=${hydra.job.num}", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]

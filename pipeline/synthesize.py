@@ -4,8 +4,9 @@
 and costs it with the TPU cost model (`pipeline.synth.programs`); `templates` draws template graphs at real
 sizes (`pipeline.synth.dataset`, only for memory benchmarks: data=synthetic_full).
 `python -m pipeline.synthesize [overrides] [--stats]`. With data.kind == "tpugraphs" nothing is generated: the
-folder gets only a stats.json saying so (the pipeline then reads data.root). `--stats` prints graphs, nodes,
-edges and configs per collection and split.
+folder gets only a stats.json saying so (the pipeline then reads data.root). `--stats` only reads: it prints the
+graphs, nodes, edges, configs and ceilings per collection and split from the stats.json of the dataset already in
+paths.synthetic_dir, and writes nothing (the dataset is a DVC output).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from pipeline.files import atomic_path
+from pipeline.files import atomic_path, read_json
 from pipeline.config import stage_args
 from pipeline.synth import writer
 from pipeline.synth import programs
@@ -59,14 +60,22 @@ def format_stats(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def read_stats(synthetic_dir: str | Path) -> dict:
+    """The stats.json of the dataset in synthetic_dir; SystemExit (one line) when it has not been built."""
+    path = Path(synthetic_dir) / STATS_FILE
+    if not path.is_file():
+        raise SystemExit(f"error: {path}: no dataset stats there; build the dataset first (`dvc repro synthesize`)")
+    return read_json(path)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, cfg = stage_args(__doc__, argv, collection=False, add_flags=lambda parser: parser.add_argument(
-        STATS_FLAG, action="store_true", help="print graphs, nodes and configs per collection and split"))
-    show_stats = args.stats
-    summary = run(cfg)
-    if show_stats:
-        print(format_stats(summary))
+        STATS_FLAG, action="store_true", help="print graphs, nodes and configs per collection and split of the built dataset (writes nothing)"))
+    if args.stats:                          # read-only: never rewrites the DVC-tracked dataset
+        print(format_stats(read_stats(cfg.paths.synthetic_dir)))
+        return
+    run(cfg)
 
 
 if __name__ == "__main__":

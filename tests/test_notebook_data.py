@@ -119,6 +119,18 @@ def test_scores_long_and_pivoted(metrics_dir):
     assert np.isnan(table.loc[(LAYOUT, "valid"), "ensemble"])
 
 
+def test_overall_row_is_the_mean_over_collections_per_split():
+    long = pd.DataFrame({"collection": [TILE, LAYOUT, TILE, LAYOUT, TILE],
+                         "model": ["lgbm", "lgbm", "gnn", "gnn", "lgbm"],
+                         "split": ["valid", "valid", "valid", "valid", "test"],
+                         "score": [-2.5, 0.5, 0.25, 0.75, 0.125]})
+    table = reports.with_overall(reports.score_table(long))
+    assert table.loc[("overall", "valid"), "lgbm"] == -1.0           # a negative tile score counts as it is
+    assert table.loc[("overall", "valid"), "gnn"] == 0.5
+    assert np.isnan(table.loc[("overall", "test"), "lgbm"])           # layout test missing: no partial mean
+    assert list(table.index[-2:]) == [("overall", "valid"), ("overall", "test")]
+
+
 def test_scores_show_the_dataset_ceiling_beside_every_model(metrics_dir):
     write_json(metrics_dir / "lgbm" / f"{TILE}.json", {"valid": {"score": 0.5, "graphs": 2},
                                                        "ceiling": {"valid": 0.9}})

@@ -99,3 +99,25 @@ def test_readme_exp_show_filter_shows_the_summary_scores(repo):
     shown_score = float(cells[names.index("ensemble.valid.kaggle")])
     assert shown_score == pytest.approx(summary["ensemble"]["valid"]["kaggle"], rel=1e-4)
     assert re.search(r"gnn\.lr", header)
+
+
+@pytest.mark.slow
+def test_plots_page_is_grouped_and_renders_offline(repo):
+    """`dvc plots show` (as the README runs it) writes one page with Vega inlined (no script from a CDN), the
+    per-collection model comparisons, rank scatters, one GNN curve chart and LightGBM's importance images."""
+    import re
+
+    dest, env = repo
+    run([str(BIN / "dvc"), "plots", "show"], dest, env)
+    page = (dest / "dvc_plots" / "index.html").read_text()
+    assert not re.search(r"<script[^>]*\bsrc=", page) and "cdn.jsdelivr" not in page
+    assert "window.vegaEmbed=" in page.replace(" ", "")
+    charts = re.findall(r'<div id = "([^"]+)"', page)
+    slugs = ["layout-nlp-default", "layout-nlp-random", "layout-xla-default", "layout-xla-random", "tile-xla"]
+    assert charts == [f"plots_summary_models_{s}_csv" for s in slugs] + \
+        [f"plots_summary_ranks_{s}_csv" for s in slugs] + ["plots_summary_gnn_curves_csv"]
+    images = re.findall(r'<img src="(static/[^"]+\.png)"', page)
+    assert images == [f"static/workspace_plots_lgbm_{s}_importance.png" for s in slugs]
+    assert all((dest / "dvc_plots" / image).stat().st_size > 1000 for image in images)
+    spec = page[page.index('<div id = "plots_summary_models_tile-xla_csv"'):]
+    assert all(f'"model": "{m}"' in spec[:spec.index("vegaEmbed")] for m in ("heuristic", "lgbm", "gnn", "ensemble"))

@@ -57,12 +57,12 @@ ROOT = Path(__file__).resolve().parent.parent
     ("+lgbm.tile.label_gains=linear", "did you mean lgbm.tile.label_gain?"),
     ("gnn=kagle", "setting gnn='kagle': expected one of the presets ['default', 'gst', 'kaggle'] (conf/gnn/*.yaml); "
                   "did you mean gnn=kaggle?"),
-    ("data=tpugraphs", "setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"),
+    ("data=tpugraphs data.root=null", "setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"),
     ("gnn.lr=[", "setting overrides=['gnn.lr=[']: expected overrides Hydra accepts"),
 ])
 def test_bad_settings_are_named_in_one_line(override, message):
     with pytest.raises(SettingsError) as info:
-        compose([override])
+        compose(override.split(" "))
     assert message in str(info.value) and "\n" not in str(info.value)
 
 

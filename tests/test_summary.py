@@ -42,3 +42,44 @@ def test_missing_or_broken_metrics_file_names_it(tmp_path):
     (tmp_path / "bad.json").write_text("{oops")
     with pytest.raises(ValueError, match="bad.json: not valid JSON"):
         read_collection_metrics(tmp_path / "bad.json")
+
+
+def write_plots(root, stage, slug, scores, points, curve=None):
+    """A model stage's plot files: per-graph scores {graph: (valid, test)}, rank scatter points, a GNN curve."""
+    folder = root / stage
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [f"valid,{g},{v}" for g, (v, _) in scores.items()] + [f"test,{g},{t}" for g, (_, t) in scores.items()]
+    (folder / f"{slug}_per_graph.csv").write_text("split,graph_id,score\n" + "\n".join(rows) + "\n")
+    (folder / f"{slug}_scatter.csv").write_text("graph_id,true_rank,predicted_rank\n" +
+                                                "\n".join(f"g1,{t},{p}" for t, p in points) + "\n")
+    if curve is not None:
+        (folder / slug).mkdir(exist_ok=True)
+        (folder / slug / "curve.csv").write_text("epoch,loss,valid_score,lr\n" +
+                                                 "\n".join(f"{e},{l},{s},0.1" for e, l, s in curve) + "\n")
+
+
+def test_review_tables_put_every_model_side_by_side_per_collection(tmp_path):
+    from pipeline.summary import review_tables
+
+    write_plots(tmp_path, "lgbm", "tile-xla", {"g1": (0.5, 0.1), "g2": (-1.5, 0.2)}, [(0.0, 1.0)])
+    write_plots(tmp_path, "gnn", "tile-xla", {"g1": (0.75, 0.3), "g2": (1.0, 0.4)}, [(1.0, 0.0), (0.0, 0.5)],
+                curve=[(0, 0.9, -2.0), (1, 0.5, 0.25)])
+    tables = review_tables(tmp_path, ["lgbm", "gnn"], ["tile-xla"])
+    assert sorted(tables) == ["gnn_curves.csv", "models/tile-xla.csv", "ranks/tile-xla.csv"]
+    models = tables["models/tile-xla.csv"]
+    assert list(models.columns) == ["graph_id", "model", "score"]
+    assert models.values.tolist() == [["g1", "lgbm", 0.5], ["g2", "lgbm", -1.5], ["g1", "gnn", 0.75],
+                                      ["g2", "gnn", 1.0]]                      # valid only, negatives kept
+    ranks = tables["ranks/tile-xla.csv"]
+    assert ranks[["model", "true_rank", "predicted_rank"]].values.tolist() == [["lgbm", 0.0, 1.0],
+                                                                              ["gnn", 1.0, 0.0], ["gnn", 0.0, 0.5]]
+    curves = tables["gnn_curves.csv"]
+    assert curves.values.tolist() == [["tile-xla", 0, 0.9, -2.0], ["tile-xla", 1, 0.5, 0.25]]
+
+
+def test_review_tables_name_a_missing_stage_output(tmp_path):
+    from pipeline.summary import review_tables
+
+    write_plots(tmp_path, "lgbm", "tile-xla", {"g1": (0.5, 0.1)}, [(0.0, 1.0)])
+    with pytest.raises(FileNotFoundError, match=r"gnn/tile-xla_per_graph.csv: no per-graph score file"):
+        review_tables(tmp_path, ["lgbm", "gnn"], ["tile-xla"])

@@ -29,3 +29,17 @@ def test_sweep_through_the_submitit_launcher(tmp_path):
     assert list((folder / ".submitit").glob("*/*_result.pkl"))           # the jobs really went through submitit
     for job in range(2):
         assert (folder / str(job) / "predictions" / "heuristic" / "tile-xla" / "test.npz").exists()
+
+
+def test_sweep_through_the_optuna_sweeper(tmp_path):
+    """A 2-trial Optuna search (hydra-optuna-sweeper): each job returns its valid score, the best one is reported."""
+    import yaml
+    data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=programs_ci"]
+    synthesize.run(compose(data))
+    table = sweep.main(["heuristic", "--collection", "tile-xla", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2",
+                        "hydra.sweeper.direction=maximize", "hydra.sweeper.sampler.seed=0",
+                        "heuristic.chunk_size=choice(10,20)", f"paths.multirun_dir={tmp_path / 'multirun'}", *data])
+    assert table["job"].tolist() == [0, 1] and table["valid_score"].notna().all()
+    assert table["overrides"].str.contains("heuristic.chunk_size=").all()
+    best = yaml.safe_load((tmp_path / "multirun" / "heuristic-tile-xla" / "optimization_results.yaml").read_text())
+    assert best["name"] == "optuna" and best["best_value"] == table["valid_score"].max()

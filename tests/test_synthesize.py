@@ -153,7 +153,28 @@ def test_deterministic_for_a_seed(tmp_path):
 
 def test_real_data_writes_only_stats(tmp_path, capsys):
     out = tmp_path / "synthetic"
-    main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}", "--stats"])
+    main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}"])
     assert [p.name for p in out.iterdir()] == ["stats.json"]
     assert json.loads((out / "stats.json").read_text())["synthesized"] is False
+    main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}", "--stats"])
     assert "nothing synthesized" in capsys.readouterr().out
+
+
+def test_stats_flag_reads_and_never_rewrites_the_dataset(ci_dir, tmp_path, capsys):
+    """`--stats` prints the built dataset's table and leaves every file (bytes and modification time) alone; with
+    nothing built it says so in one line instead of generating."""
+    before = {p: (p.stat().st_mtime_ns, d) for p, d in zip(sorted(ci_dir.rglob("*")), digest(ci_dir).values())
+              if p.is_file()}
+    main(["data=programs_ci", f"paths.synthetic_dir={ci_dir}", "--stats"])
+    printed = capsys.readouterr().out
+    assert printed.strip() == format_stats(json.loads((ci_dir / "stats.json").read_text()))
+    assert "layout-nlp-default" in printed
+    after = {p: (p.stat().st_mtime_ns, d) for p, d in zip(sorted(ci_dir.rglob("*")), digest(ci_dir).values())
+             if p.is_file()}
+    assert after == before
+    empty = tmp_path / "unbuilt"
+    with pytest.raises(SystemExit) as stop:
+        main(["data=programs_ci", f"paths.synthetic_dir={empty}", "--stats"])
+    assert str(stop.value) == f"error: {empty / 'stats.json'}: no dataset stats there; build the dataset first " \
+                              f"(`dvc repro synthesize`)"
+    assert not empty.exists()

@@ -1,0 +1,263 @@
+"""Every command of the README's ```bash blocks, run as written (`bash -c` on the README's own text).
+
+One clone goes through the README like a user: a copy of the `repo` fixture (where `dvc repro` ran on
+data=programs_ci), with a machine-local conf/local/default.yaml that keeps every training short (the README's own
+way to set a machine's settings; the command line still wins). Blocks run in an order in which each finds the state
+the README assumes: install, notebooks, day-to-day, everyday use, then the two blocks that switch params.yaml to
+data=tpugraphs (whose `dvc repro` leaves only stats.json in data/synthetic): featurise your own program, real data.
+
+Stand-ins for what CI lacks: the network and Kaggle credentials (a `kaggle` on PATH that serves a zip laid out like
+Kaggle's, made from the built-in graphs, and records the submission), PyPI (a `python3` whose `-m venv .venv`
+links the installed interpreter and tools, with a `pip` that checks every `==` pin of requirements.txt against
+what is installed), the user's own files (`train.py`, `path/to/graph.npz`, `path/to/folder/`).
+
+The commands that re-run the pipeline (marked HEAVY below: a recomputing `dvc repro`, each `dvc exp run`) run only
+with README_HEAVY=1 (`README_HEAVY=1 python -m pytest -q tests/test_readme_commands.py`): together they take far
+longer than CI's budget on 2 cores. CI runs every other command.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import BIN, ROOT
+
+NOT_RUN = {   # README commands CI cannot run, each with why; everything else must be run below
+    "OMP_WAIT_POLICY=PASSIVE .venv/bin/python -m pytest -q": "the test suite itself: .ci/run runs this line "
+                                                              "(test_ci_runs_the_readme_test_command)",
+    "torchrun --nproc_per_node=8": "8 GPUs (DDP is tested on CPU processes in tests/graphnet)",
+    "torchrun --nnodes=2": "two nodes with 8 GPUs each",
+    "hydra/launcher=submitit_slurm": "a SLURM cluster",
+    "-S 'gnn.hidden=128,256'": "4 experiments on 4 queue workers (the queued sweep above runs the same way)",
+    "dvc queue start -j 4": "starts the 4 workers of the line above",
+}
+LOCAL = """\
+# @package _global_
+# The README test's machine: the three collections the README's predict and featurize lines use, and short
+# training, so every experiment of the README fits in CI.
+data:
+  collections: [tile-xla, layout-xla-random, layout-xla-default]
+gnn:
+  epochs: 1
+  tta: 1
+  num_threads: 1
+lgbm:
+  num_boost_round: 5
+  num_threads: 1
+"""
+TRAIN_PY = """\
+import jax
+import jax.numpy as jnp
+print(jax.jit(lambda x, w: jnp.tanh(x @ w).sum())(jnp.ones((8, 16)), jnp.ones((16, 4))))
+"""
+
+
+def readme_commands(text: str) -> list[str]:
+    """The commands of the ```bash blocks: comment-only and blank lines dropped, a line ending in `\\` or with an
+    open quote joined with the next (as bash reads them)."""
+    commands, current = [], ""
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if not current and (not line.strip() or line.lstrip().startswith("#")):
+                continue
+            current = f"{current}\n{line}" if current else line
+            code = current.split("   #")[0] if current.count('"') % 2 == 0 else current
+            if current.endswith("\\") or code.count('"') % 2 or code.count("'") % 2:
+                continue
+            commands.append(current)
+            current = ""
+    return commands
+
+
+COMMANDS = readme_commands((ROOT / "README.md").read_text())
+
+
+def pick(fragment: str) -> str:
+    """The one README command containing `fragment`."""
+    found = [c for c in COMMANDS if fragment in c]
+    assert len(found) == 1, f"README commands with {fragment!r}: {found}"
+    return found[0]
+
+
+def write_standins(bin_dir: Path, kaggle_zip: Path, submissions: Path) -> None:
+    """`kaggle` (download serves kaggle_zip, submit records its file) and `python3` (venv of the installed tools)."""
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "kaggle").write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import shutil, sys
+        args = sys.argv[1:]
+        opt = lambda flag: args[args.index(flag) + 1]
+        if args[:2] == ["competitions", "download"]:
+            shutil.copy({str(kaggle_zip)!r}, f"{{opt('-p')}}/{{opt('-c')}}.zip")
+            print("Downloading", opt("-c"))
+        elif args[:2] == ["competitions", "submit"]:
+            header = open(opt("-f")).readline().strip()
+            if header != "ID,TopConfigs":
+                sys.exit(f"400 bad submission header {{header!r}}")
+            open({str(submissions)!r}, "a").write(f"{{opt('-c')}} {{opt('-f')}} {{opt('-m')}}\\n")
+            print("Successfully submitted to", opt("-c"))
+        else:
+            sys.exit(f"kaggle stand-in: unexpected {{args}}")
+        """))
+    tools = " ".join(sorted(p.name for p in BIN.iterdir() if p.name in {"python", "dvc", "jupyter", "kaggle"}))
+    (bin_dir / "python3").write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        if [ "$1 $2 $3" != "-m venv .venv" ]; then exec {sys.executable} "$@"; fi
+        mkdir -p .venv/bin
+        for tool in {tools}; do printf '#!/bin/sh\\nexec {BIN}/%s "$@"\\n' $tool > .venv/bin/$tool; done
+        printf '#!/bin/sh\\nexec {sys.executable} {ROOT / "tests" / "test_readme_commands.py"} pip "$@"\\n' \\
+            > .venv/bin/pip
+        chmod +x .venv/bin/*
+        """))
+    for script in bin_dir.iterdir():
+        script.chmod(0o755)
+
+
+def pip_standin(argv: list[str]) -> int:
+    """`pip install -r FILE` offline: every `name==version` pin must be what is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    if argv[:2] != ["install", "-r"]:
+        print(f"pip stand-in: unexpected {argv}", file=sys.stderr)
+        return 2
+    wrong = []
+    for line in Path(argv[2]).read_text().splitlines():
+        pin = line.split("#")[0].strip()
+        if pin:
+            name, _, wanted = pin.partition("==")
+            try:
+                found = version(name).split("+")[0]
+            except PackageNotFoundError:
+                found = "not installed"
+            if not wanted or found != wanted:
+                wrong.append(f"{pin} (installed: {found})")
+    print("\n".join(wrong) or "every pin of requirements.txt is installed", file=sys.stderr if wrong else sys.stdout)
+    return 1 if wrong else 0
+
+
+def kaggle_like_zip(npz: Path, path: Path) -> Path:
+    """Kaggle's predict-ai-model-runtime.zip layout (npz_all/npz/...) holding the built-in graphs."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for file in sorted(npz.rglob("*.npz")):
+            zf.write(file, f"npz_all/npz/{file.relative_to(npz).as_posix()}")
+        zf.writestr("sample_submission.csv", "ID,TopConfigs\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def clone(repo, tmp_path_factory):
+    """(dest, env, run): a copy of the repo fixture with conf/local, stand-ins on PATH and the user's files."""
+    shared, env = repo
+    dest = tmp_path_factory.mktemp("readme") / "repo"
+    shutil.copytree(shared, dest, symlinks=True)
+    standins = dest.parent / "standins"
+    npz = dest / "data" / "synthetic" / "npz"
+    write_standins(standins / "bin", kaggle_like_zip(npz, dest.parent / "kaggle.zip"), standins / "submitted.txt")
+    (dest / "conf" / "local" / "default.yaml").write_text(LOCAL)
+    (dest / "train.py").write_text(TRAIN_PY)
+    (dest / "path" / "to" / "folder").mkdir(parents=True)
+    shutil.copy(sorted((npz / "tile" / "xla" / "test").glob("*.npz"))[0], dest / "path" / "to" / "graph.npz")
+    for graph in sorted((npz / "layout" / "xla" / "random" / "test").glob("*.npz"))[:2]:
+        shutil.copy(graph, dest / "path" / "to" / "folder" / graph.name)
+    env = {**env, "PATH": f"{standins / 'bin'}{os.pathsep}{env['PATH']}"}
+
+    def run(command: str) -> str:
+        result = subprocess.run(["bash", "-c", command], cwd=dest, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, f"{command}\nfailed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        return result.stdout + result.stderr
+
+    return dest, standins, run
+
+
+def test_every_readme_command_is_run_or_says_why_not():
+    run_here = [c for c in COMMANDS if not any(f in c for f in NOT_RUN)]
+    assert len(COMMANDS) == len(run_here) + sum(any(f in c for c in COMMANDS) for f in NOT_RUN)
+    assert set(run_here) == set(STEPS_RUN), sorted(set(run_here) ^ set(STEPS_RUN))
+
+
+def test_ci_runs_the_readme_test_command():
+    line = pick("-m pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv" in line and "python3 -m venv .venv" in ci
+    assert ".venv/bin/pip install" in ci and "-r requirements.txt" in ci and ".venv/bin/python -m pytest -q" in ci
+
+
+def test_pip_standin_refuses_a_pin_that_is_not_installed(tmp_path, capsys):
+    (tmp_path / "r.txt").write_text("pytest==0.0.1   # wrong\n")
+    assert pip_standin(["install", "-r", str(tmp_path / "r.txt")]) == 1
+    assert "pytest==0.0.1 (installed:" in capsys.readouterr().err
+
+
+# Steps that re-run the pipeline (a `dvc repro` that recomputes, a `dvc exp run`): each takes minutes on a 2-core
+# machine, more than CI's budget holds for all of them, so they run when README_HEAVY=1 is set; CI runs the rest,
+# and `dvc repro` / `dvc exp run -S data=tpugraphs ...` are run end to end by tests/test_pipeline.py.
+HEAVY, LIGHT = True, False
+HEAVY_ENV = "README_HEAVY"
+# (README fragment, check of the output and the clone, heavy) in the order they run; see the module docstring
+STEPS = [
+    ("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && PATH",
+     lambda out, d: "every pin of requirements.txt is installed" in out, LIGHT),
+    ("jupyter nbconvert", lambda out, d: (d / "runs" / "notebooks" / "02-results.ipynb").is_file(), LIGHT),
+    ("pipeline.gnn --collection layout-xla-default gnn.lr=3e-4", None, LIGHT),
+    ("pipeline.config data=programs_ci", None, LIGHT),
+    ("dvc repro    ", None, HEAVY),
+    ("dvc exp run -S gnn.hidden=128", None, HEAVY),
+    ("dvc exp run -S gnn=kaggle -S lgbm.num_leaves=63", None, HEAVY),
+    ("dvc exp run -S gnn=gst -S prune.hops=all", None, HEAVY),
+    ("dvc exp run --queue -S 'gnn.lr=1e-3,3e-4' && dvc exp run --run-all", None, HEAVY),
+    ("dvc exp show --md --drop", lambda out, d: "ensemble.valid.kaggle" in out, LIGHT),
+    ("dvc metrics show --md; dvc metrics diff; dvc plots show",
+     lambda out, d: "cdn.jsdelivr" not in (d / "dvc_plots" / "index.html").read_text(), LIGHT),
+    ("pipeline.synthesize --stats", lambda out, d: "layout-xla-random" in out, LIGHT),
+    ("pipeline.sweep lgbm --collection tile-xla", None, LIGHT),
+    ("dvc metrics show metrics/summary.json", lambda out, d: "ensemble" in out, LIGHT),
+    ("dvc exp show --sort-by", None, LIGHT),
+    ("pipeline.predict path/to/graph.npz", None, LIGHT),
+    ("pipeline.predict path/to/folder/", lambda out, d: (d / "ranks.csv").is_file(), LIGHT),
+    ("pipeline.gnn --help", lambda out, d: "conf/gnn/default.yaml" in out, LIGHT),
+    ("--cfg job gnn.lr=3e-4", lambda out, d: "lr: 0.0003" in out, LIGHT),
+    ("pipeline.config --help", lambda out, d: "config groups" in out, LIGHT),
+    ("cp conf/local/example.yaml", lambda out, d: (d / "conf" / "local" / "default.yaml").read_text()
+     == (d / "conf" / "local" / "example.yaml").read_text(), LIGHT),
+    ("dvc exp run -S +experiment=smoke", None, HEAVY),
+    ("import jax, jax.numpy", lambda out, d: (d / "mlp_opt.hlo.txt").is_file(), LIGHT),
+    ("XLA_FLAGS=", None, LIGHT),
+    ("dvc repro synthesize", None, HEAVY),
+    ("pipeline.featurize mlp.hlo.txt", lambda out, d: (d / "data" / "mine" / "npz").is_dir(), LIGHT),
+    ("data.root=data/mine", None, HEAVY),
+    ("submit --check submissions/submission.csv   #", lambda out, d: "valid submission" in out, HEAVY),
+    ("python -m pipeline.download", lambda out, d: "unpacked" in out, LIGHT),
+    ("pipeline.config data=tpugraphs gnn=kaggle && dvc repro", None, HEAVY),
+    ("dvc exp run -S data=tpugraphs -S gnn=kaggle", None, HEAVY),
+    ("submit --check submissions/submission.csv data=tpugraphs", lambda out, d: "valid submission" in out, HEAVY),
+    ("kaggle competitions submit", lambda out, d: "Successfully submitted" in out, LIGHT),
+]
+STEPS_RUN = [pick(fragment) for fragment, _, _ in STEPS]
+
+
+@pytest.mark.slow
+def test_readme_commands_run_as_written(clone):
+    dest, standins, run = clone
+    heavy = os.environ.get(HEAVY_ENV) == "1"
+    for (fragment, check, is_heavy), command in zip(STEPS, STEPS_RUN):
+        if is_heavy and not heavy:
+            continue
+        out = run(command)
+        if check is not None:
+            assert check(out, dest), f"{command}\nran, but its result is not what the README says:\n{out[-3000:]}"
+        if fragment.startswith("cp conf/local"):
+            (dest / "conf" / "local" / "default.yaml").write_text(LOCAL)   # back to this machine's settings
+    submitted = (standins / "submitted.txt").read_text()
+    assert submitted == 'predict-ai-model-runtime submissions/submission.csv tpugraphs-pipeline\n'
+    assert (dest / "data" / "tpugraphs" / "npz_all" / "npz" / "tile" / "xla" / "train").is_dir()
+
+
+if __name__ == "__main__":          # the `pip` of the stand-in venv
+    sys.exit(pip_standin(sys.argv[2:]))
