@@ -41,7 +41,7 @@ from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample
 from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, SPLITS
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.pruned import PrunedGraph
+from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, prune_hops
 from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "scale.md"
@@ -223,7 +223,8 @@ def measure(args, cfg, work: Path) -> dict:
         copies = share_with_every_split(big["path"])
         slug = Collection.parse(MEMORY_COLLECTION).slug
         wall, rss, _ = run_child(prune_cmd(slug, "synthetic_full", syn, work / f"p{nodes}"))
-        graph = prune_graph(work, syn, str(cfg.prune.hops), f"hops{nodes}")
+        hops = prune_hops(cfg.prune.hops, Collection.parse(MEMORY_COLLECTION))
+        graph = prune_graph(work, syn, WHOLE_GRAPH if hops is None else str(hops), f"hops{nodes}")
         gb = copies * big["configs"] * len(graph.node_config_ids) * NODE_CONFIG_FEAT_DIM * FLOAT32_BYTES / 1e9
         row = {"nodes": big["nodes"], "pruned_nodes": graph.n_nodes, "graph_configs": big["configs"],
                "configurable": len(graph.node_config_ids),

@@ -17,6 +17,8 @@ Outputs (rank 0, each written atomically):
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Sequence
@@ -33,12 +35,13 @@ from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, s
 from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
 from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.scoring import metrics as scoring
-from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, iter_split
+from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split, prune_hops
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
@@ -71,6 +74,17 @@ def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
 def write_curve(curve: list[dict], path: Path) -> None:
     """Every member's training curve for `dvc plots` (atomic)."""
     write_csv(pd.DataFrame(curve, columns=CURVE_COLUMNS), path)
+
+
+def train_min_gap(cfg: DictConfig, collection: Collection, verbose: bool) -> float:
+    """The hinge's min_gap: from the duplicate-runtime spread prune measured, or gnn.min_gap (losses.hinge_min_gap)."""
+    path = collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE
+    quantile = cfg.gnn.min_gap_quantile
+    report = json.loads(path.read_text()) if quantile is not None else {}
+    min_gap, source = hinge_min_gap(float(cfg.gnn.min_gap), quantile, report, str(path))
+    if verbose:
+        print(f"[{STAGE} {collection.slug}] pairwise hinge min_gap {min_gap:.5f} ({source})", flush=True)
+    return min_gap
 
 
 def epoch_reporter(slug: str, member: int, position: int, members: int, budget: int, run=None):
@@ -110,7 +124,7 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, info:
     torch.manual_seed(seed)                              # identical initial weights on every rank
     model = build_model(spec, gnn.infer_chunk_mb).to(device)
     gst = gst_settings(gnn, collection)
-    if gst is not None and str(cfg.prune.hops) != WHOLE_GRAPH and info.is_main:
+    if gst is not None and prune_hops(cfg.prune.hops, collection) is not None and info.is_main:
         print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
               f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
     wrapped = model
@@ -119,6 +133,7 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, info:
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir = member_dir(output_dirs(cfg, collection)[0], member)
     settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
+    settings = dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, info.is_main))
     result = fit(wrapped, spec, train, valid, settings, gst, seed, model_dir / ckpt.CHECKPOINT_FILE, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)

@@ -105,7 +105,7 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
             raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
     saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
     prune_cfg = OmegaConf.merge(cfg.prune, {key: saved[key] for key in ("hops", "pad_value", "dedup")})
-    graph_params = PruneParams.from_cfg(prune_cfg).graph_params()
+    graph_params = PruneParams.from_cfg(prune_cfg, collection).graph_params()
     work_dir.mkdir(parents=True, exist_ok=True)
     result = prune_file(path, collection, SPLIT, str(path), graph_params, work_dir)
     if result.error is not None:

@@ -4,7 +4,8 @@
 k-hop subgraphs (pipeline.pruning.subgraph), -1 re-padding (pipeline.pruning.repad), config de-duplication streamed in chunks
 (pipeline.pruning.dedup), and a node_feat normaliser fitted on train only (pipeline.pruning.normalize). Writes, all inside a
 temporary folder renamed into place at the end (a crash leaves no folder DVC could take as complete):
-- `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs)
+- `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs, the
+  relative runtime spread of identical train configs, `duplicate_spread`, which sets the GNN hinge's min_gap)
   and `<split>/<graph_id>/*.npy`, all byte-identical across runs (any `workers`);
 and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show` (with wall time and peak RSS).
 """
@@ -25,7 +26,8 @@ from pipeline.files import atomic_path, write_json
 from pipeline.pruning.dedup import DEDUP_MODES
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
 from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
-from pipeline.pruned import COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, write_index
+from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, prune_hops,
+                             spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.schema import SPLITS
 
@@ -35,7 +37,7 @@ from pipeline.tpugraphs.schema import SPLITS
 class PruneParams:
     """conf/prune, validated."""
 
-    hops: int | None             # None = whole graph (`hops: all`)
+    hops: int | None             # None = whole graph (`hops: all`), resolved for one collection
     pad_value: float
     dedup: str
     log_columns: tuple[str, ...]
@@ -45,8 +47,10 @@ class PruneParams:
     skip_invalid_train: bool
 
     @classmethod
-    def from_cfg(cls, prune) -> "PruneParams":
-        hops = None if str(prune.hops) == WHOLE_GRAPH else int(prune.hops)
+    def from_cfg(cls, prune, collection: Collection | None = None) -> "PruneParams":
+        """conf/prune for `collection`: `prune.hops` may be one value or a mapping by search (like gnn.lr); tile
+        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection."""
+        hops = prune_hops(prune.hops, collection)
         params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
                      log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
                      workers=int(prune.workers), chunk_size=int(prune.chunk_size),
@@ -146,6 +150,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                   "params": {"hops": WHOLE_GRAPH if params.hops is None else params.hops,
                              "pad_value": params.pad_value, "dedup": params.dedup},
                   "splits": split_totals(rows), "skipped": skipped,
+                  "duplicate_spread": spread_summary(r.spread for r in done if r.split == "train"),
                   "node_feat_columns": len(normalizer.columns)}
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.
@@ -162,6 +167,8 @@ def metrics_summary(report: dict) -> dict:
             "edge_keep_ratio": round(totals["edges_pruned"] / max(totals["edges"], 1), 6),
             "config_keep_ratio": round(totals["configs_dedup"] / max(totals["configs"], 1), 6),
             "skipped": len(report["skipped"]), "node_feat_columns": report["node_feat_columns"],
+            "duplicate_groups": report["duplicate_spread"]["groups"],
+            "duplicate_spread_median": (report["duplicate_spread"]["percentiles"] or [None] * 51)[50],
             "wall_s": report["wall_s"], "peak_rss_mb": report["peak_rss_mb"]}
 
 
@@ -175,7 +182,8 @@ def write_metrics(report: dict, path: str | Path) -> dict:
 def main(argv=None) -> None:
     args, cfg = stage_args(__doc__, argv)
     collection = Collection.parse(args.collection)
-    report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune))
+    params = PruneParams.from_cfg(cfg.prune, collection)
+    report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, params)
     summary = write_metrics(report, Path(cfg.paths.metrics_dir) / "prune" / f"{collection.slug}.json")
     print(f"prune {collection.name}: {summary['graphs']} graphs, nodes {summary['nodes']} -> "
           f"{summary['nodes_pruned']}, edges {summary['edges']} -> {summary['edges_pruned']}, configs "

@@ -3,7 +3,9 @@
 Per collection `<pruned_dir>/<collection slug>/` holds
 - `index.csv`: one row per graph (columns `INDEX_COLUMNS`), sorted by split then graph_id;
 - `normalizer.json`: the node-feature normalisation fitted on train (see pipeline.prune);
-- `<split>/<graph_id>/<array>.npy`: the arrays of `PrunedGraph`, memory-mappable.
+- `<split>/<graph_id>/<array>.npy`: the arrays of `PrunedGraph`, memory-mappable;
+- `report.json`: totals, the settings prune ran with (`prune_hops` resolves `prune.hops` per collection) and the
+  relative runtime spread of identical train configurations (`spread_summary`; `spread_quantile` reads it).
 
 Config rows: on train and valid, duplicate configurations are collapsed (`config_count` says how many original
 rows each kept row stands for); on test nothing is dropped or reordered. `config_inverse[j]` is the kept row of
@@ -13,11 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from pipeline.config import by_search
 from pipeline.files import atomic_path, write_csv
+from pipeline.tpugraphs.dataset import Collection
 
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
                  "configs", "configs_dedup"]
@@ -25,6 +30,7 @@ COUNT_COLUMNS = tuple(INDEX_COLUMNS[3:])   # nodes/edges before and after prunin
 INDEX_FILE = "index.csv"
 REPORT_FILE = "report.json"
 WHOLE_GRAPH = "all"          # prune.hops value that keeps every node (what GST trains on)
+SPREAD_PERCENTILES = np.arange(101)   # report.json: the percentile table of the duplicate-runtime spread
 OPTIONAL_ARRAYS = ("node_config_ids", "node_config_feat", "config_feat", "node_splits")
 
 
@@ -118,3 +124,40 @@ def iter_split(pruned_dir: str | Path, collection_slug: str, split: str, mmap: b
     table = read_index(pruned_dir, collection_slug)
     for graph_id in table.loc[table["split"] == split, "graph_id"]:
         yield load_pruned_graph(graph_dir(pruned_dir, collection_slug, split, graph_id), mmap=mmap)
+
+
+def prune_hops(value, collection: Collection | None) -> int | None:
+    """`prune.hops` (a number, `all`, or a mapping by search) -> hops for `collection`, None = whole graph."""
+    if isinstance(value, Mapping):
+        if collection is None:
+            raise ValueError(f"prune.hops is set by search ({dict(value)}); a collection is needed to resolve it")
+        if collection.kind == "tile":
+            return None
+        value = by_search(value, "prune.hops", collection.kind, collection.search)
+    if str(value) == WHOLE_GRAPH:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {value!r}") from None
+
+
+def spread_summary(spreads: Iterable[np.ndarray]) -> dict:
+    """The duplicate-runtime spread of a split, pooled over its graphs: {"groups": number of groups of identical
+    configurations, "percentiles": the spread at SPREAD_PERCENTILES (0..100), or None without any group}."""
+    pooled = np.concatenate([np.asarray(s, dtype=np.float64) for s in spreads] or [np.zeros(0)])
+    table = np.percentile(pooled, SPREAD_PERCENTILES).tolist() if len(pooled) else None
+    return {"groups": int(len(pooled)), "percentiles": table}
+
+
+def spread_quantile(summary: dict, quantile: float, where: str) -> float | None:
+    """The spread at `quantile` (0..1, linear between the table's percentiles); None when no group was found.
+
+    Raises ValueError naming `where` when the summary is not a `spread_summary`."""
+    table = summary.get("percentiles", "missing") if isinstance(summary, dict) else "missing"
+    if table is None:
+        return None
+    if not isinstance(table, list) or len(table) != len(SPREAD_PERCENTILES):
+        raise ValueError(f"{where}: duplicate_spread.percentiles must list {len(SPREAD_PERCENTILES)} numbers "
+                         f"(re-run stage prune), found {table!r:.60}")
+    return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, table))

@@ -82,7 +82,7 @@ SCHEMA = Group({
         "tile_search": AnyMapping(),            # tile candidates (pipeline/hlo/featurize.TileSearch)
     }),
     "prune": Group({
-        "hops": Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,)))),
+        "hops": BySearch(Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,))))),   # by search like gnn.lr
         "pad_value": Float(),
         "dedup": Str(PRUNE_DEDUP_MODES),
         "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool()}),
@@ -127,6 +127,7 @@ SCHEMA = Group({
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
         "min_gap": Float(low=0.0, high=1.0, high_open=True),
+        "min_gap_quantile": Optional(FRACTION),   # null: gnn.min_gap; else from prune's duplicate spread
         "lr": BySearch(POSITIVE),
         "weight_decay": NON_NEGATIVE,
         "warmup_frac": FRACTION,
@@ -182,6 +183,9 @@ def validate(cfg: Mapping) -> None:
     for key, spec in SCHEMA.fields["gnn"].fields.items():
         if isinstance(spec, BySearch):
             spec.check(gnn[key], f"gnn.{key}", needed)
+    # tile graphs are always kept whole, so prune.hops needs no tile entry
+    SCHEMA.fields["prune"].fields["hops"].check(cfg["prune"]["hops"], "prune.hops",
+                                                tuple(e for e in needed if e != "tile"))
     pooled = 2 * gnn["hidden"]                 # the config self-attention runs over mean+max pooled embeddings
     if gnn["cross_attention"] and pooled % gnn["attention_heads"]:
         raise SettingsError("gnn.attention_heads", gnn["attention_heads"],

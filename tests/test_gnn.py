@@ -18,7 +18,8 @@ from pipeline.graphnet.checkpoint import load_checkpoint, load_model
 from pipeline.graphnet.model import ModelSpec
 from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
-from pipeline.pruned import save_pruned_graph, write_index
+from pipeline.files import write_json
+from pipeline.pruned import REPORT_FILE, save_pruned_graph, spread_summary, write_index
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM
 GRAPHS = {"train": 3, "valid": 2, "test": 2}
@@ -70,6 +71,8 @@ def write_collection(root: Path, collection: Collection) -> None:
                          "edges_pruned": len(graph.edge_index), "configs": graph.n_configs,
                          "configs_dedup": graph.n_kept})
     write_index(rows, root / "pruned" / collection.slug / "index.csv")
+    # what stage prune records for the hinge's min_gap (gnn.min_gap_quantile): no repeated train config here
+    write_json({"duplicate_spread": spread_summary([])}, root / "pruned" / collection.slug / REPORT_FILE)
 
 
 def overrides(root: Path) -> list[str]:

@@ -11,6 +11,7 @@ from conftest import ROOT, make_tile_arrays, write_npz
 
 from pipeline.config import compose
 from pipeline.prune import PruneParams, prune_collection
+from pipeline.tpugraphs.dataset import Collection
 
 SLUG = "tile-xla"
 
@@ -25,7 +26,8 @@ def test_stale_temp_of_a_killed_run_is_removed(tmp_path):
     root = tile_tree(tmp_path / "data")
     stale = tmp_path / "pruned" / f"{SLUG}.tmp"
     (stale / "train" / "half_written").mkdir(parents=True)
-    prune_collection(root, SLUG, tmp_path / "pruned", PruneParams.from_cfg(compose(["data=programs_ci"]).prune))
+    params = PruneParams.from_cfg(compose(["data=programs_ci"]).prune, Collection.parse(SLUG))
+    prune_collection(root, SLUG, tmp_path / "pruned", params)
     assert not stale.exists() and (tmp_path / "pruned" / SLUG / "index.csv").exists()
 
 

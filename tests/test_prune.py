@@ -12,10 +12,11 @@ import pytest
 
 from conftest import make_tile_arrays, write_npz
 from pipeline.config import compose
+from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.prune import PruneParams, main, prune_collection
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
-from pipeline.tpugraphs.dataset import load_graph
+from pipeline.tpugraphs.dataset import Collection, load_graph
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import SPLITS
 
@@ -53,7 +54,19 @@ def build_layout(root: Path, n_graphs: int = 2) -> Path:
 
 
 def params(**overrides) -> PruneParams:
-    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune), **overrides)
+    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune, Collection.parse(LAYOUT)),
+                               **overrides)
+
+
+def test_hops_by_search_resolve_per_collection():
+    cfg = compose(["data=programs_ci", "prune.hops={random: all, default: 2}"]).prune
+    assert PruneParams.from_cfg(cfg, Collection.parse("layout-xla-random")).hops is None
+    assert PruneParams.from_cfg(cfg, Collection.parse("layout-nlp-default")).hops == 2
+    assert PruneParams.from_cfg(cfg, Collection.parse("tile-xla")).hops is None       # tile graphs: always whole
+    with pytest.raises(ValueError, match="prune.hops is set by search .* a collection is needed"):
+        PruneParams.from_cfg(cfg)
+    plain = compose(["data=programs_ci", "prune.hops=3"]).prune
+    assert PruneParams.from_cfg(plain).hops == 3 == PruneParams.from_cfg(plain, Collection.parse(LAYOUT)).hops
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +99,19 @@ def test_layout_outputs(layout_run):
                                          "edges_pruned": 8, "configs": 12, "configs_dedup": 8}
     assert report["splits"]["valid"]["configs_dedup"] == 8 and report["skipped"] == []
     assert sorted(p.name for p in folder.parent.iterdir()) == [LAYOUT]          # no temp folder left behind
+
+
+def test_duplicate_runtime_spread_in_the_report_and_the_hinge_min_gap(layout_run):
+    _, folder, report = layout_run
+    # each train graph repeats config 0 (100 and 40 ns: 100 / 40 - 1 = 1.5) and config 1 (200, 260: 0.3);
+    # pooled over the 2 train graphs: [0.3, 0.3, 1.5, 1.5] -> median 0.9, 25th percentile 0.3
+    spread = json.loads((folder / "report.json").read_text())["duplicate_spread"]
+    assert spread == report["duplicate_spread"] and spread["groups"] == 4
+    assert spread["percentiles"][50] == pytest.approx(0.9) and spread["percentiles"][25] == pytest.approx(0.3)
+    assert spread["percentiles"][0] == pytest.approx(0.3) and spread["percentiles"][100] == pytest.approx(1.5)
+    assert hinge_min_gap(0.005, 0.5, report, "r")[0] == pytest.approx(0.9)
+    assert hinge_min_gap(0.005, 0.375, report, "r")[0] == pytest.approx(0.45)   # 0.3 + 0.125 * (1.5 - 0.3)
+    assert hinge_min_gap(0.005, None, report, "r") == (0.005, "gnn.min_gap")    # the user's number
 
 
 def test_test_configs_survive_untouched(layout_run):
@@ -149,11 +175,11 @@ def test_two_runs_are_identical_and_normalisation_uses_train_only(tmp_path, layo
         write_npz(tmp_path / "npz/layout/xla/random" / split / f"{stem(split, 0)}.npz", arrays)
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 0)}.npz", layout_arrays("train"))
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=1))
-    prune_collection(tmp_path, LAYOUT, tmp_path / "valid_changed", params())
+    prune_collection(tmp_path, LAYOUT, tmp_path / "valid_changed", params(hops=1))
     normalizer = (tmp_path / "valid_changed" / LAYOUT / "normalizer.json").read_bytes()
     assert normalizer == first["normalizer.json"]
     write_npz(tmp_path / "npz/layout/xla/random/train" / f"{stem('train', 1)}.npz", layout_arrays("train", seed=7))
-    prune_collection(tmp_path, LAYOUT, tmp_path / "train_changed", params())
+    prune_collection(tmp_path, LAYOUT, tmp_path / "train_changed", params(hops=1))
     assert (tmp_path / "train_changed" / LAYOUT / "normalizer.json").read_bytes() != normalizer
 
 

@@ -84,6 +84,17 @@ def test_by_search_entries_must_cover_the_configured_collections():
     assert compose(["~gnn.lr.random", "data.collections=[tile-xla,layout-xla-default]"]).gnn.lr.tile == 2e-3
 
 
+def test_prune_hops_by_search_needs_each_layout_search_but_no_tile_entry():
+    with pytest.raises(SettingsError, match=r"setting prune.hops=.*missing \['default'\]"):
+        compose(["~prune.hops.default"])                              # conf holds {random: all, default: 1}
+    with pytest.raises(SettingsError, match=r"setting prune.hops.random=-2: expected an integer >= 0"):
+        compose(["prune.hops={random: -2, default: 1}"])
+    cfg = compose(["prune.hops={random: all, default: 2}"])          # tile-xla configured, no tile entry needed
+    assert dict(cfg.prune.hops) == {"random": "all", "default": 2}
+    assert dict(compose().prune.hops) == {"random": "all", "default": 1}       # the measured default
+    assert compose(["prune.hops=2"]).prune.hops == 2                 # a plain value still works
+
+
 def test_every_preset_and_params_yaml_are_valid():
     for group in ("data", "gnn"):
         for option in sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml")):

@@ -290,15 +290,31 @@ class LayoutCostModel:
                       decode_block(feat[:, k, 12:18], ops_[1].rank, d_k, where) if d_k is not None else None)
         return out
 
-    def runtime_ns(self, node_config_feat: np.ndarray) -> np.ndarray:
-        """float64 [C]: noise-free runtime of each configuration row of node_config_feat [C, NC, 18]."""
+    def _run(self, node_config_feat: np.ndarray) -> tuple[np.ndarray, list]:
+        """(float64 [C] runtimes, each node's output layout id: an int or an int64 [C] array)."""
         chosen = self.choices(node_config_feat)
         lay: list = [0] * len(self.nodes)
         total = np.full(len(node_config_feat), self.params.launch_overhead_ns)
         for n, node in enumerate(self.nodes):
             cost, lay[n] = self.node_cost(n, node, lay, chosen)
             total = total + cost
-        return total
+        return total, lay
+
+    def runtime_ns(self, node_config_feat: np.ndarray) -> np.ndarray:
+        """float64 [C]: noise-free runtime of each configuration row of node_config_feat [C, NC, 18]."""
+        return self._run(node_config_feat)[0]
+
+    def default_minor_to_major(self) -> list[tuple[int, ...]]:
+        """Each node's output layout (minor-to-major) when every block is left at the compiler default (all -1).
+
+        This is the layout the module compiled with the default configuration holds, which the generator records in
+        node_feat's layout columns (docs/cost-model.md, "What the layout columns record"): a convolution's
+        output feature-minor, an elementwise op's the layout of its leading operand, row-major otherwise.
+        """
+        default = np.full((1, len(self.config_ids), NODE_CONFIG_FEAT_DIM), -1, dtype=np.int64)  # [1, NC, 18]
+        _, lay = self._run(default)
+        return [tuple(int(d) for d in permutations(node.rank)[int(np.asarray(l).reshape(-1)[0])])
+                for node, l in zip(self.nodes, lay)]
 
 
 def applied_nodes(graph: HloGraph) -> frozenset[int]:

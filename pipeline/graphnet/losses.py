@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from pipeline.pruned import spread_quantile
+
 LOSSES = ("pairwise_hinge", "listmle")
 
 
@@ -59,3 +61,23 @@ def ranking_loss(name: str, scores: torch.Tensor, runtimes: torch.Tensor, margin
     if name == "listmle":
         return listmle(scores, runtimes)
     raise ValueError(f"gnn.loss={name!r}; expected one of {LOSSES}")
+
+
+def hinge_min_gap(min_gap: float, quantile: float | None, report: dict, where: str) -> tuple[float, str]:
+    """The pairwise hinge's min_gap for one collection, and where it came from.
+
+    With `quantile` (gnn.min_gap_quantile) set, min_gap is that quantile of the relative runtime spread of identical
+    train configurations, as stage prune measured it (`report["duplicate_spread"]`, report.json): pairs closer
+    than repeated runs of one configuration carry no order. With `quantile` null, or when train holds no repeated
+    configuration, it is the number `min_gap` (gnn.min_gap). `where` names the report in errors.
+    """
+    if quantile is None:
+        return float(min_gap), "gnn.min_gap"
+    if "duplicate_spread" not in report:
+        raise ValueError(f"{where}: no duplicate_spread (written by stage prune); re-run prune, or set "
+                         f"gnn.min_gap_quantile=null to use gnn.min_gap")
+    spread = spread_quantile(report["duplicate_spread"], quantile, where)
+    if spread is None:
+        return float(min_gap), f"gnn.min_gap (no repeated train configuration in {where})"
+    groups = report["duplicate_spread"]["groups"]
+    return spread, f"quantile {quantile} of the runtime spread of {groups} groups of identical train configs"

@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.hlo.graph import HloGraph, HloNode
 
-from pipeline.tpugraphs.schema import ELEMENT_TYPES, NODE_FEAT_DIM
+from pipeline.tpugraphs.schema import ELEMENT_TYPES, LAYOUT_COLUMNS, MAX_DIMS, NODE_FEAT_DIM
 
 
 def _seq(values, leading: int) -> list[float]:
@@ -65,6 +65,17 @@ def node_row(node: HloNode) -> list[float]:
     layout = default_minor_to_major(node.rank) if node.layout is None else node.layout
     row += _no_aggregate(layout, 6)
     return row
+
+
+def with_layouts(node_feat: np.ndarray, minor_to_major: list[tuple[int, ...]]) -> np.ndarray:
+    """float32 [nodes, 140]: a copy of node_feat whose layout columns (134-139) hold `minor_to_major[i]` for node
+    i, written as the extractor writes them (first 6 entries, zero padded)."""
+    if len(minor_to_major) != len(node_feat):
+        raise ValueError(f"{len(minor_to_major)} layouts for {len(node_feat)} nodes")
+    out = np.array(node_feat, dtype=np.float32, copy=True)
+    out[:, LAYOUT_COLUMNS] = np.array([_no_aggregate(m, MAX_DIMS) for m in minor_to_major], np.float32).reshape(
+        len(out), MAX_DIMS)                                                 # [nodes, 6]
+    return out
 
 
 def node_feat_matrix(graph: HloGraph) -> np.ndarray:

@@ -100,3 +100,16 @@ def aggregate(values: np.ndarray, dedup: Dedup, how: str) -> np.ndarray:
     if how == "mean":
         return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
     raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {how!r}")
+
+
+def relative_spread(values: np.ndarray, dedup: Dedup) -> np.ndarray:
+    """float64 [groups]: max / min - 1 of `values` [configs] over each kept row that stands for >= 2 identical
+    configurations (kept-row order), i.e. how far repeated measurements of one configuration lie apart. Groups
+    whose minimum is not positive carry no relative spread and are left out."""
+    values = np.asarray(values, dtype=np.float64)
+    low, high = np.full(dedup.n_kept, np.inf), np.full(dedup.n_kept, -np.inf)
+    np.minimum.at(low, dedup.inverse, values)
+    np.maximum.at(high, dedup.inverse, values)
+    repeated = (dedup.count >= 2) & (low > 0)
+    return high[repeated] / low[repeated] - 1.0
+

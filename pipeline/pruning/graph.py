@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.files import atomic_path
-from pipeline.pruning.dedup import Dedup, aggregate, dedup_chunks, identity_dedup
+from pipeline.pruning.dedup import Dedup, aggregate, dedup_chunks, identity_dedup, relative_spread
 from pipeline.pruning.normalize import ColumnStats, Normalizer, signed_log
 from pipeline.pruned import PrunedGraph, save_pruned_graph
 from pipeline.pruning.repad import repad_config_feat, repad_node_feat
@@ -54,6 +54,7 @@ class GraphResult:
     source_file: str
     row: dict | None = None              # the pruned.INDEX_COLUMNS values
     stats: ColumnStats | None = None     # train only: statistics of signed_log(node_feat_raw)
+    spread: np.ndarray | None = None     # train only: relative runtime spread of each group of identical configs
     error: TpuGraphsFormatError | None = None
 
 
@@ -79,8 +80,10 @@ def _stream_node_config_feat(graph: Graph, path: Path, chunk_size: int) -> Dedup
         return identity_dedup(n_configs)
 
 
-def prune_graph(graph: Graph, params: GraphParams, folder: Path) -> tuple[dict, ColumnStats | None]:
-    """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row and train statistics.
+def prune_graph(graph: Graph, params: GraphParams,
+                folder: Path) -> tuple[dict, ColumnStats | None, np.ndarray | None]:
+    """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row, train statistics and, on train,
+    the relative runtime spread of its groups of identical configurations (`dedup.relative_spread`).
 
     Raises:
         TpuGraphsFormatError: a node_config_feat value outside {-1, 0..5} (found while streaming).
@@ -115,8 +118,9 @@ def prune_graph(graph: Graph, params: GraphParams, folder: Path) -> tuple[dict, 
     row = {"split": graph.split, "graph_id": graph.graph_id, "nodes": graph.n_nodes,
            "edges": len(graph.edge_index), "nodes_pruned": sub.n_nodes, "edges_pruned": sub.n_edges,
            "configs": graph.n_configs, "configs_dedup": dedup.n_kept}
-    stats = ColumnStats.of(signed_log(node_feat_raw, params.log_mask)) if graph.split == "train" else None
-    return row, stats
+    train = graph.split == "train"
+    stats = ColumnStats.of(signed_log(node_feat_raw, params.log_mask)) if train else None
+    return row, stats, relative_spread(runtime, dedup) if train else None
 
 
 def prune_file(path: Path, collection: Collection, split: str, source_file: str, params: GraphParams,
@@ -129,7 +133,7 @@ def prune_file(path: Path, collection: Collection, split: str, source_file: str,
     folder = Path(split_dir) / result.graph_id
     try:
         graph = load_graph(path, collection, split)
-        row, result.stats = prune_graph(graph, params, folder)
+        row, result.stats, result.spread = prune_graph(graph, params, folder)
         result.row = {**row, "source_file": source_file}
     except TpuGraphsFormatError as error:
         result.error = error

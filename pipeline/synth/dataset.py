@@ -20,7 +20,7 @@ from pipeline.synth import writer
 from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
-from pipeline.hlo.node_features import node_feat_matrix
+from pipeline.hlo.node_features import node_feat_matrix, with_layouts
 from pipeline.synth.templates import TEMPLATES
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.synth.tiles import benchmark_name, default_config, sample_tile_configs, tile_graph
@@ -102,7 +102,9 @@ def write_layout_graph(s: Settings, collection: Collection, split: str, index: i
             runtimes.append(measure(model.runtime_ns(feat), s.noise, rng))
             yield feat.astype(np.float32)   # [rows, NC, 18]
 
-    arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
+    # the layout columns record the module as the default configuration compiles it (docs/cost-model.md)
+    node_feat = with_layouts(node_feat_matrix(graph), model.default_minor_to_major())
+    arrays = {"node_feat": node_feat, "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
     path = out / NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
     runtime = writer.write_layout_file(path, arrays, ids, graph.node_splits(), n_configs, chunks(), runtimes,
                                        test=split == "test")
@@ -143,7 +145,9 @@ def write_tile_graph(s: Settings, collection: Collection, split: str, index: int
     """Generate and write one tile graph (and its truth on test); returns its stats row."""
     ex = tile_example(s, split, index)
     graph = ex.graph
-    arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
+    # the layout columns record the module as the default configuration compiles it (docs/cost-model.md)
+    node_feat = with_layouts(node_feat_matrix(graph), model.default_minor_to_major())
+    arrays = {"node_feat": node_feat, "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
     path = out / NPZ_SUBDIR / collection.subdir / split / f"{ex.stem}.npz"
     writer.write_tile_file(path, arrays, ex.config_feat, ex.runtime, ex.normalizers, test=split == "test")
     if split == "test":

@@ -30,7 +30,7 @@ from pipeline.hlo.featurize import (HloModule, LayoutProgram, TileProgram, TileS
                                     parse_module, tile_configs)
 from pipeline.hlo.kernel import tile_kernel
 from pipeline.hlo.lower import build_graph
-from pipeline.hlo.node_features import node_feat_matrix
+from pipeline.hlo.node_features import node_feat_matrix, with_layouts
 from pipeline.scoring.metrics import kendall_tau, tile_score
 from pipeline.synth import writer
 from pipeline.synth.dataset import finish, graph_rng, log_uniform, stats_row
@@ -105,7 +105,9 @@ def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram
             runtimes.append(measure(clean[-1], s.noise, rng))
             yield feat.astype(np.float32)   # [rows, NC, 18]
 
-    arrays = {"node_feat": layout.node_feat, "node_opcode": layout.node_opcode, "edge_index": layout.edge_index}
+    # the layout columns record the module as the default configuration compiles it (docs/cost-model.md)
+    node_feat = with_layouts(layout.node_feat, model.default_minor_to_major())
+    arrays = {"node_feat": node_feat, "node_opcode": layout.node_opcode, "edge_index": layout.edge_index}
     path = out / NPZ_SUBDIR / collection.subdir / split / f"{stem}.npz"
     runtime = writer.write_layout_file(path, arrays, ids, layout.node_splits, n_configs, chunks(), runtimes,
                                        test=split == "test")

@@ -88,6 +88,22 @@ def test_convolution_prefers_its_feature_dimension_minor():
     assert runtime[0] < runtime[2]
 
 
+def test_default_compilation_layouts_are_what_the_all_default_config_runs_with():
+    b = HloBuilder("bf16")
+    x, w = b.parameter((8, 128, 16, 16)), b.parameter((128, 128, 3, 3))            # NCHW input, OIHW kernel
+    y = b.conv(x, w, (8, 128, 16, 16), Window((3, 3), (1, 1), (1, 1), (1, 1)), NCHW)
+    z = b.unary(op.NEGATE, y)
+    graph = b.finish([z])
+    recorded = LayoutCostModel(graph, [y], PARAMS).default_minor_to_major()
+    # parameters row-major; the convolution feature-minor (C, then W, H, N); the negate follows its operand;
+    # the tuple root is rank 0
+    assert recorded[x] == (3, 2, 1, 0) and recorded[w] == (3, 2, 1, 0)
+    assert recorded[y] == (1, 3, 2, 0) == recorded[z]
+    assert recorded[-1] == ()
+    # the reshape graph's default is row-major everywhere
+    assert LayoutCostModel(reshape_graph(), [1], PARAMS).default_minor_to_major()[:3] == [(1, 0)] * 3
+
+
 def test_invalid_block_is_rejected_with_the_node_named():
     model = LayoutCostModel(reshape_graph(), [1], PARAMS)
     with pytest.raises(ValueError, match=r"node 1"):

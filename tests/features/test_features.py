@@ -66,6 +66,24 @@ def test_layout_disagreement_counts():
     assert np.allclose(f["copy_elements_fixed_log2"], [np.log2(1 + 12288), 0])   # the parameter is copied
 
 
+def test_explicit_recorded_layout_is_no_disagreement():
+    """parameter(0) -> conv(1) -> reshape(2); the conv's recorded layout is feature-minor 1320.
+
+    Configs: 0 all default; 1 conv output set explicitly to 1320; 2 reshape input set to 1320; 3 conv output
+    row-major 3210 (the only layout change: the reshape's default input expects the recorded 1320)."""
+    graph = two_config_layout_graph()
+    raw = graph.node_feat_raw.copy()
+    raw[1, 134:140] = block(1, 3, 2, 0)
+    feat = np.full((4, 2, 18), -1, dtype=np.int8)
+    feat[1, 0, 0:4], feat[2, 1, 6:10], feat[3, 0, 0:4] = (1, 3, 2, 0), (1, 3, 2, 0), (3, 2, 1, 0)
+    ctx = features_layout.layout_context(PrunedGraph(**{**graph.__dict__, "node_feat_raw": raw}))
+    names = features_layout.layout_feature_names({"layout_disagree"}, 4)
+    f = dict(zip(names, features_layout.layout_features(ctx, feat, {"layout_disagree"}, 4).T))
+    assert list(f["disagree_edges_effective"]) == [0, 0, 0, 1]
+    assert list(f["disagree_own_hlo_layout"]) == [0, 0, 0, 1]
+    assert list(f["disagree_edges"]) == [0, 0, 0, 0]                  # never both explicit
+
+
 def test_layout_default_block_counts():
     f = layout_values(two_config_layout_graph(), ["layout_default"])
     assert list(f["default_output"]) == [0, 1]

@@ -69,3 +69,25 @@ def test_mismatch_features_by_hand():
     assert m[1, :, 2].tolist() == [1, 1, 0, 0]                # mismatched out-edges per node
     assert m[1, :, 1].tolist() == pytest.approx([0, size, 0, size])
     assert m[1, :, 3].tolist() == pytest.approx([size, size, 0, 0])
+
+
+def test_an_explicit_block_equal_to_the_recorded_layout_is_no_layout_change():
+    """parameter 0 (recorded row-major 3210) -> conv 1 (recorded feature-minor 1320, configurable) -> negate 2.
+
+    Configs: 0 all default; 1 conv output set explicitly to its recorded 1320; 2 output row-major 3210;
+    3 input set to 1320 while the parameter produces 3210."""
+    raw = raw_features([(3, 2, 1, 0), (1, 3, 2, 0), (1, 3, 2, 0)], shape=(8, 128, 16, 16))
+    feat = np.full((4, 1, 18), -1, np.int8)
+    feat[1, 0, 0:4], feat[2, 0, 0:4], feat[3, 0, 6:10] = (1, 3, 2, 0), (3, 2, 1, 0), (1, 3, 2, 0)
+    graph = PrunedGraph(graph_id="g", split="train", node_feat=np.zeros((3, 3), np.float32), node_feat_raw=raw,
+                        node_opcode=np.zeros(3, np.int64), edge_index=np.array([(1, 0), (2, 1)], np.int64),
+                        node_ids=np.arange(3), config_runtime=np.arange(4.0), config_count=np.ones(4, np.int64),
+                        config_inverse=np.arange(4), node_config_ids=np.array([1]), node_config_feat=feat)
+    t = graph_tensors(graph)
+    eff, is_default = effective_configs(torch.from_numpy(feat.astype(np.int64) + 1), t.default_blocks)
+    assert torch.equal(eff[0], eff[1]) and is_default[:2, 0, 0].tolist() == [True, False]   # only the flag differs
+    assert eff[0, 0, :4].tolist() == [2, 4, 3, 1]                               # 1320 stored +1
+    m = mismatch_features(eff, is_default, t)                                  # [4 configs, 3 nodes, 4]
+    assert m[0].abs().sum() == 0 and m[1].abs().sum() == 0                     # no false copy
+    assert m[2, :, 0].tolist() == [0, 0, 1] and m[2, :, 2].tolist() == [0, 1, 0]   # negate reads a copy
+    assert m[3, :, 0].tolist() == [0, 1, 0] and m[3, :, 2].tolist() == [1, 0, 0]   # conv reads a copy

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from pipeline.graphnet.losses import listmle, pairwise_hinge, ranking_loss
+from pipeline.graphnet.losses import hinge_min_gap, listmle, ordered_pairs, pairwise_hinge, ranking_loss
 
 RUNTIMES = torch.tensor([1.0, 2.0, 3.0])
 
@@ -54,3 +54,17 @@ def test_losses_have_gradients_and_reject_bad_shapes():
         ranking_loss("mse", s, RUNTIMES, 0.1, 0.0)
     with pytest.raises(ValueError, match="shapes"):
         pairwise_hinge(torch.zeros(2), RUNTIMES, 0.1, 0.0)
+
+
+def test_min_gap_from_the_duplicate_spread_and_its_fallbacks():
+    report = {"duplicate_spread": {"groups": 3, "percentiles": [i / 1000 for i in range(101)]}}   # p_k = k / 1000
+    assert hinge_min_gap(0.005, 0.9, report, "r")[0] == pytest.approx(0.09)
+    assert hinge_min_gap(0.005, 0.905, report, "r")[0] == pytest.approx(0.0905)          # between percentiles
+    none = {"duplicate_spread": {"groups": 0, "percentiles": None}}
+    assert hinge_min_gap(0.005, 0.9, none, "r") == (0.005, "gnn.min_gap (no repeated train configuration in r)")
+    with pytest.raises(ValueError, match="r: no duplicate_spread"):
+        hinge_min_gap(0.005, 0.9, {}, "r")
+    with pytest.raises(ValueError, match="r: duplicate_spread.percentiles must list 101 numbers"):
+        hinge_min_gap(0.005, 0.9, {"duplicate_spread": {"groups": 1, "percentiles": [0.1]}}, "r")
+    # the derived gap drops the pairs closer than it: runtimes 1.0, 1.05, 2.0 with min_gap 0.09 keep 2 of 3 pairs
+    assert ordered_pairs(torch.tensor([1.0, 1.05, 2.0]), 0.09).sum().item() == 2

@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.hlo.node_features import with_layouts
 from pipeline.hlo.text import HloParseError
 
 # The style `jax.jit(f).lower(...).as_text(dialect="hlo")` prints: bare names, no signatures.
@@ -101,6 +102,19 @@ def test_lowered_module_nodes_edges_and_configurable_nodes():
     assert zero[21:29].tolist() == [0] * 6 + [0, 1]                                # scalar: sum 0, product 1
     assert r[31:37].tolist() == [1, 0, 0, 0, 0, 0]                                 # reduce dimensions={1}
     assert feat[5][44] == 1 and feat[5][43] == 0                                   # no window: product 1
+
+
+def test_with_layouts_rewrites_only_the_layout_columns_zero_padded():
+    feat = layout_program(parse_module(LOWERED, "tiny.hlo")).node_feat
+    recorded = [(0, 1) if i == 3 else tuple(range(int((feat[i, 21:27] > 0).sum()) - 1, -1, -1))
+                for i in range(len(feat))]
+    out = with_layouts(feat, recorded)
+    assert out[3, 134:140].tolist() == [0, 1, 0, 0, 0, 0]                       # x transposed: dim 0 minor
+    assert out[7, 134:140].tolist() == [0] * 6                                   # scalar: no dims
+    assert np.array_equal(np.delete(out, np.s_[134:140], 1), np.delete(feat, np.s_[134:140], 1))
+    assert feat[3, 134:136].tolist() == [1, 0]                                   # the input is not modified
+    with pytest.raises(ValueError, match="2 layouts for 9 nodes"):
+        with_layouts(feat, recorded[:2])
 
 
 def test_compiled_module_inlines_called_computations():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.pruning.dedup import aggregate, dedup_chunks, identity_dedup
+from pipeline.pruning.dedup import aggregate, dedup_chunks, identity_dedup, relative_spread
 
 # 7 configs of 2 nodes x 3 features; rows 3 and 6 repeat row 0, row 5 repeats row 1.
 ROWS = np.array([[[0, 1, -1], [2, 2, 2]],
@@ -38,6 +38,14 @@ def test_min_and_mean_aggregates():
     assert aggregate(RUNTIME, d, "mean").tolist() == [10.0, 23.0, 30.0, 50.0]
     with pytest.raises(ValueError, match="prune.dedup: expected one of"):
         aggregate(RUNTIME, d, "median")
+
+
+def test_relative_spread_of_repeated_configs():
+    d = dedup_chunks(chunked(ROWS, 3), len(ROWS))
+    # rows 0, 3, 6 ran 10, 16, 4 ns: 16 / 4 - 1 = 3; rows 1, 5 ran 20, 26: 26 / 20 - 1 = 0.3; rows 2, 4 once
+    assert relative_spread(RUNTIME, d).tolist() == pytest.approx([3.0, 0.3])
+    assert relative_spread(np.where(np.arange(7) == 6, 0, RUNTIME), d).tolist() == pytest.approx([0.3])  # min 0
+    assert relative_spread(RUNTIME, identity_dedup(7)).size == 0
 
 
 def test_identity_and_random_rows_against_numpy_unique():
