@@ -144,10 +144,8 @@ def tile_example(s: Settings, split: str, index: int) -> TileExample:
 def write_tile_graph(s: Settings, collection: Collection, split: str, index: int, out: Path) -> dict:
     """Generate and write one tile graph (and its truth on test); returns its stats row."""
     ex = tile_example(s, split, index)
-    graph = ex.graph
-    # the layout columns record the module as the default configuration compiles it (docs/cost-model.md)
-    node_feat = with_layouts(node_feat_matrix(graph), model.default_minor_to_major())
-    arrays = {"node_feat": node_feat, "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
+    graph = ex.graph   # a fused kernel: its layouts are fixed by the tile collection, written as the graph holds them
+    arrays = {"node_feat": node_feat_matrix(graph), "node_opcode": graph.opcodes(), "edge_index": graph.edge_index()}
     path = out / NPZ_SUBDIR / collection.subdir / split / f"{ex.stem}.npz"
     writer.write_tile_file(path, arrays, ex.config_feat, ex.runtime, ex.normalizers, test=split == "test")
     if split == "test":

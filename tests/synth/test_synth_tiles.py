@@ -59,3 +59,16 @@ def test_normalizers_are_the_default_configs_runtime_with_small_noise(settings):
 def test_tile_graphs_are_small_fused_kernels(settings):
     sizes = [len(tile_example(settings, "valid", i).graph) for i in range(6)]
     assert all(3 <= n <= 80 for n in sizes), sizes
+
+
+def test_write_tile_graph_writes_a_graph_the_loader_accepts(settings, tmp_path):
+    from pipeline.synth.dataset import write_tile_graph
+    from pipeline.tpugraphs.dataset import Collection, load_graph
+    from pipeline.tpugraphs.schema import NPZ_SUBDIR
+
+    collection = Collection.parse("tile-xla")
+    row = write_tile_graph(settings, collection, "train", 0, tmp_path)
+    [path] = (tmp_path / NPZ_SUBDIR / collection.subdir / "train").glob("*.npz")
+    graph = load_graph(path, collection, "train")
+    assert graph.node_feat.shape[0] == len(tile_example(settings, "train", 0).graph)
+    assert row is not None
