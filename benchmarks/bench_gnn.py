@@ -25,10 +25,12 @@ from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample
 from pipeline.graphnet.infer import InferSettings, predict_graph
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.pruned import PrunedGraph
+from pipeline.pruned import PrunedGraph, prune_hops
 from pipeline.pruning.subgraph import khop_subgraph
+from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "gnn.md"
+HOPS_COLLECTION = "layout:xla:default"   # the benchmark graph is pruned as stage prune prunes this collection
 FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)
 CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
 BENCH_SEARCH = "random"     # the generated configs are random layouts
@@ -55,7 +57,15 @@ def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
                        node_config_ids=ids, node_config_feat=feat)
 
 
-def prune(graph: PrunedGraph, hops: int) -> PrunedGraph:
+def bench_hops(prune_cfg) -> int | None:
+    """prune.hops as stage prune resolves it for HOPS_COLLECTION (None = the whole graph)."""
+    return prune_hops(prune_cfg.hops, Collection.parse(HOPS_COLLECTION))
+
+
+def prune(graph: PrunedGraph, hops: int | None) -> PrunedGraph:
+    """The k-hop subgraph stage prune keeps (`hops` None: the graph itself)."""
+    if hops is None:
+        return graph
     sub = khop_subgraph(graph.n_nodes, graph.edge_index, graph.node_config_ids, hops)
     return PrunedGraph(**{**graph.__dict__, "node_feat": graph.node_feat[sub.node_ids],
                           "node_feat_raw": graph.node_feat_raw[sub.node_ids],
@@ -158,9 +168,9 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-train", action="store_true", help="inference only")
     args = parser.parse_args(rest)
     cfg = compose(overrides)
-    gnn, hops = cfg.gnn, cfg.prune.hops
+    gnn, hops = cfg.gnn, bench_hops(cfg.prune)
     whole = make_graph(args.nodes, 1000, seed=0)
-    pruned = prune(whole, int(hops))
+    pruned = prune(whole, hops)
     rows = {}
     infer = run_isolated(_infer_case, (pruned, gnn, args.threads, args.infer_repeats))
     print("inference", infer, flush=True)

@@ -36,7 +36,7 @@ from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, runtimes
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.pruned import iter_split
+from pipeline.pruned import WHOLE_GRAPH, iter_split, prune_hops
 from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "gst.md"
@@ -125,16 +125,17 @@ def main(argv=None) -> None:
     try:
         big = make_big_graph(work / "syn", args.graph_configs, args.config_nodes, tuple(args.nodes))
         print(f"generated {big['nodes']} nodes, {big['configs']} configs", flush=True)
-        whole, pruned = prune_graph(work, work / "syn", "all", "all"), prune_graph(work, work / "syn",
-                                                                                   str(cfg.prune.hops), "hops")
+        hops = prune_hops(cfg.prune.hops, Collection.parse(MEMORY_COLLECTION))     # as stage prune resolves it
+        hops = WHOLE_GRAPH if hops is None else hops
+        whole, pruned = prune_graph(work, work / "syn", "all", "all"), prune_graph(work, work / "syn", str(hops), "hops")
         rows = {"whole graph": run_isolated(_whole_case, (whole, gnn, args.configs, args.steps, args.threads))}
         print(rows, flush=True)
         for size in args.segment_sizes:
             rows[f"GST, segment_size {size}"] = run_isolated(_gst_case, (whole, gnn, args.configs, args.threads, size))
             print(rows, flush=True)
-        rows[f"pruned (hops={cfg.prune.hops})"] = run_isolated(
+        rows[f"pruned (hops={hops})"] = run_isolated(
             _whole_case, (pruned, gnn, args.configs, args.steps, args.threads))
-        text = markdown(rows, gnn, args, big, cfg.prune.hops)
+        text = markdown(rows, gnn, args, big, hops)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.bench_gnn import make_graph, prune, ranking_agreement
+from benchmarks.bench_gnn import bench_hops, make_graph, prune, ranking_agreement
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
@@ -265,7 +265,7 @@ def main(argv=None) -> None:
     if not args.tiny:
         gst_cfg.gnn.hidden = cfg.gnn.hidden
     whole = make_graph(args.nodes, args.graph_configs, seed=0)
-    pruned = prune(whole, int(cfg.prune.hops))
+    pruned = prune(whole, bench_hops(cfg.prune))
     k = int(cfg.gnn.configs_per_graph[SEARCH]) if not args.tiny else 8
     cpu = torch.device("cpu")
     result = {"device": "CPU only" if args.cpu_only else torch.cuda.get_device_name(0), "nodes": whole.n_nodes,
