@@ -38,11 +38,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pipeline.config import compose  # noqa: E402
+from pipeline.sweep import OUTPUT_PATHS  # noqa: E402
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "quality"
 MODEL_STAGES = ("lgbm", "gnn", "ensemble")
-OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
 DATA_PREFIXES = ("data.", "data=", "synthesize.", "synthesize=", "paths.synthetic_dir")
 EPOCH_KEYS = ("best_epoch", "best_iteration")        # the stage's selected epoch / boosting round, when reported
 OVERALL = "overall"

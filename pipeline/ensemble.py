@@ -118,7 +118,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores["valid"],
              **({"member_test_scores": member_scores["test"]} if "test" in member_scores else {}), "best_member": gain["best_member"],
              "gain_over_best_member": gain["gain"], "seconds": round(time.perf_counter() - started, 3)}
-    result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra)
+    result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra, truth_by_split=truth)
     with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
         wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores["valid"],
                                   **{f"{s}/gain_over_best_member": g for s, g in gain["gain"].items()},

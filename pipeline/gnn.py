@@ -242,7 +242,7 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
             truth = {split: evaluate.load_truth(cfg, collection, split) for split in PREDICTED_SPLITS}
             extra = {**seed_report(collection.kind, member_preds, preds, truth, summaries),
                      "seconds": round(time.perf_counter() - tic, 2), "world_size": info.world, "parameters": parameters}
-            metrics = evaluate.evaluate_and_write(cfg, STAGE, collection, preds, extra)
+            metrics = evaluate.evaluate_and_write(cfg, STAGE, collection, preds, extra, truth)
             run.summary.update({k: v for k, v in metrics.items() if k not in ("per_graph", "members")})
             tracking.log_table(run, "valid_per_graph", pd.DataFrame(
                 [r for r in metrics["per_graph"] if r["split"] == "valid"], columns=["split", "graph_id", "score"]))

@@ -93,7 +93,7 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
             save_predictions(preds_of(g=np.array(scores)), predictions_path(tmp_path, member, slug, split))
     truth = {"g": np.array([1.0, 2.0, 3.0, 4.0])}
     monkeypatch.setattr(ensemble, "load_truth", lambda cfg, collection, split: truth)
-    monkeypatch.setattr(ensemble, "evaluate_and_write", lambda cfg, stage, collection, preds, extra=None: dict(extra))
+    monkeypatch.setattr(ensemble, "evaluate_and_write", lambda cfg, stage, collection, preds, extra=None, truth_by_split=None: dict(extra))
     result = ensemble.run(cfg, Collection.parse(slug))
     assert result["weights"] == {"a": 0.5, "b": 0.5}
     assert result["member_valid_scores"] == pytest.approx({"a": 1.0, "b": -1.0})

@@ -86,12 +86,3 @@ def stop_reason(plateau: Plateau, score: float, epoch: int, budget: int) -> str 
         return STOP_PLATEAU
     return STOP_BUDGET if epoch + 1 >= budget else None
 
-
-def replay(scores: list[float], patience: int, min_delta: float, budget: int) -> tuple[int, str]:
-    """(last epoch, stop reason) of a run whose validation curve is `scores` (what `fit` would do)."""
-    plateau = Plateau(patience, min_delta)
-    for epoch, score in enumerate(scores[:budget]):
-        reason = stop_reason(plateau, score, epoch, budget)
-        if reason is not None:
-            return epoch, reason
-    raise ValueError(f"a curve of {len(scores)} epochs neither plateaus nor reaches the budget of {budget}")

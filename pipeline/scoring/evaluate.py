@@ -100,8 +100,11 @@ def rank_scatter(preds: Predictions, truth: Mapping[str, np.ndarray], points_per
 
 
 def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
-                       preds_by_split: Mapping[str, Predictions], extra: Mapping | None = None) -> dict:
+                       preds_by_split: Mapping[str, Predictions], extra: Mapping | None = None,
+                       truth_by_split: Mapping[str, dict | None] | None = None) -> dict:
     """Score each split that has truth, write the metrics JSON and per-graph CSV, return the metrics dict.
+
+    `truth_by_split` ({split: `load_truth(...)`}) passes truth the stage already loaded; splits it lacks are loaded.
 
     The JSON holds {"collection", "<split>": {"score", "graphs"}} plus `extra` (e.g. training time); a split
     without truth (real test data) is left out. With a dataset ceiling it also holds {"ceiling": {split: score}}
@@ -111,7 +114,8 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
     ceiling = dataset_ceiling(cfg, collection) or {}
     rows = []
     for split, preds in preds_by_split.items():
-        truth = load_truth(cfg, collection, split)
+        truth = (truth_by_split[split] if truth_by_split is not None and split in truth_by_split
+                 else load_truth(cfg, collection, split))
         if truth is None:
             continue
         scored = metrics.score_predictions(collection.kind, preds, truth)

@@ -9,8 +9,18 @@ from pruned_graphs import FEAT_DIM, gnn_cfg, make_layout_graph
 
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU, LrSchedule, Plateau, replay
+from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU, LrSchedule, Plateau, stop_reason
 from pipeline.graphnet.train_loop import TrainSettings, fit
+
+
+def replay(scores: list[float], patience: int, min_delta: float, budget: int) -> tuple[int, str]:
+    """(last epoch, stop reason) of a run whose validation curve is `scores` (what `fit` would do)."""
+    plateau = Plateau(patience, min_delta)
+    for epoch, score in enumerate(scores[:budget]):
+        reason = stop_reason(plateau, score, epoch, budget)
+        if reason is not None:
+            return epoch, reason
+    raise ValueError(f"a curve of {len(scores)} epochs neither plateaus nor reaches the budget of {budget}")
 
 
 def test_cosine_decays_to_zero_at_the_budget_and_constant_stays_at_the_peak():

@@ -54,6 +54,15 @@ def test_evaluate_and_write_scores_and_writes_files(cfg, tmp_path):
     np.testing.assert_allclose(scatter["true_rank"], scatter["predicted_rank"])
 
 
+def test_evaluate_and_write_uses_the_truth_it_is_given(cfg):
+    valid = Predictions()
+    valid["g1"] = [3.0, 1.0, 2.0, 4.0]          # tau 1 against the files' runtimes [300, 100, 200, 400]
+    given = {"valid": {"g1": np.array([200.0, 400.0, 300.0, 100.0])}}    # the reverse order: tau -1
+    assert evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid}, truth_by_split=given)["valid"]["score"] \
+        == pytest.approx(-1.0)
+    assert "valid" not in evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid}, truth_by_split={"valid": None})
+
+
 def test_metrics_carry_the_dataset_ceiling(cfg, tmp_path):
     stats = {"synthesized": True, "ceiling": {"layout-xla-random": {"train": 0.9, "valid": 0.75, "test": 0.5}}}
     (tmp_path / "syn" / "stats.json").write_text(json.dumps(stats))
