@@ -22,19 +22,14 @@ float rounding (tests/graphnet/test_graphnet_chunked.py). Gradients are not supp
 """
 from __future__ import annotations
 
-import warnings
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate
+from pipeline.graphnet.chunked_inputs import ConfigInputs, sparse_csr
 from pipeline.graphnet.data import GraphTensors
-from pipeline.graphnet.embeddings import LAYOUT_VALUES
 from pipeline.graphnet.layers import SAGEBlock
-from pipeline.graphnet.layout_inputs import effective_configs, mismatch_features
-from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
-from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, MAX_DIMS, NODE_CONFIG_FEAT_DIM
 
 FLOAT_BYTES = 4
 
@@ -46,82 +41,17 @@ def chunk_configs(n_nodes: int, hidden: int, chunk_mb: float) -> int:
     return max(1, int(chunk_mb * 2 ** 20 // max(1, n_nodes * hidden * FLOAT_BYTES)))
 
 
-class ConfigInputs:
-    """`LayoutConfigEncoder.config_parts` for inference, with the per-graph work done once (`__init__`).
-
-    The encoder's first linear layer sees [18 embedded values | 24 dimension features | 3 default flags (effective
-    layouts)]. Both the embedding and that linear layer are linear, so the 18 values enter as a sum of 18 rows of a
-    table [18 slots x 7 values, hidden] (one `embedding_bag`), never as the [configs, configurable, 18 * value_dim]
-    embedding. A dimension feature depends only on (configurable node, block, layout value): log1p of the size of
-    the dim the value names, its remainder by the tile (`embeddings.layout_dim_features`), so the 24 features are one
-    gather from a per-graph table. Equal to `config_parts` within float rounding (sums in another order)."""
-
-    def __init__(self, encoder: nn.Module, graph: GraphTensors):
-        self.encoder, self.graph = encoder, graph
-        first = encoder.proj[0]                                                  # Linear(width, hidden)
-        hidden, value_dim = first.out_features, encoder.value.embedding_dim
-        n_values = NODE_CONFIG_FEAT_DIM * value_dim
-        slots = first.weight[:, :n_values].reshape(hidden, NODE_CONFIG_FEAT_DIM, value_dim)  # [hidden, 18, dim]
-        self.values = torch.einsum("hsd,vd->svh", slots, encoder.value.weight)   # [18, 7, hidden]
-        self.values = self.values.reshape(-1, hidden).contiguous()               # [18 * 7, hidden]
-        self.offsets = torch.arange(NODE_CONFIG_FEAT_DIM) * LAYOUT_VALUES        # [18] first row of each slot
-        self.w_rest = first.weight[:, n_values:].t().contiguous()                # [24 (+3), hidden]
-        self.bias = first.bias
-        # per configurable node, block and value (+1; 0 = -1, no dim): size of the named dim, then its 3 features
-        sizes = F.pad(graph.operand_dims.float(), (1, 0))                        # [configurable, 3, 7]
-        table = torch.stack([torch.log1p(sizes), sizes % TPU_TILE_MINOR / TPU_TILE_MINOR,
-                             sizes % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR], dim=2)  # [configurable, 3, 3, 7]
-        self.table = table.reshape(-1)
-        # feature j of a block: log1p at positions 0..5, then the minor's and the second-minor's remainder
-        self.position = torch.tensor([*range(MAX_DIMS), 0, 1])                   # [8] value slot feature j reads
-        kind = torch.tensor([0] * MAX_DIMS + [1, 2])                             # [8] which of the 3 features
-        n_cfg = sizes.shape[0]
-        node_block = torch.arange(n_cfg * len(LAYOUT_BLOCKS)).reshape(n_cfg, len(LAYOUT_BLOCKS), 1)
-        self.base = (node_block * 3 + kind) * LAYOUT_VALUES                      # [configurable, 3, 8]
-
-    def __call__(self, configs: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(delta [configs, configurable, hidden], mismatch features [configs, nodes, 4] or None), as
-        `LayoutConfigEncoder.config_parts(graph, configs, dtype)`."""
-        enc, graph = self.encoder, self.graph
-        n_configs, n_cfg, _ = configs.shape
-        mismatch = None
-        if enc.effective or enc.mismatch:
-            effective, is_default = effective_configs(configs, graph.default_blocks)  # [configs, configurable, 18]
-        if enc.effective:
-            configs = effective
-        rows = configs.reshape(-1, NODE_CONFIG_FEAT_DIM)                         # [configs * configurable, 18]
-        h = F.embedding_bag(rows + self.offsets, self.values, mode="sum")        # [configs * configurable, hidden]
-        blocks = configs.reshape(n_configs, n_cfg, len(LAYOUT_BLOCKS), MAX_DIMS)  # [configs, configurable, 3, 6]
-        slots = blocks.index_select(-1, self.position)                          # [configs, configurable, 3, 8]
-        dims = torch.take(self.table, slots.add_(self.base))                    # [configs, configurable, 3, 8]
-        rest = dims.reshape(len(rows), -1)                                       # [configs * configurable, 24]
-        if enc.effective:
-            rest = torch.cat([rest, is_default.reshape(len(rows), -1).to(rest.dtype)], dim=-1)  # [.., 27]
-        h = enc.proj[1:](h.addmm_(rest, self.w_rest).add_(self.bias))           # [configs * configurable, hidden]
-        if enc.copies is not None:
-            mismatch = mismatch_features(effective, is_default, graph).to(dtype)  # [configs, nodes, 4]
-        delta = (h - enc.not_configurable).reshape(n_configs, n_cfg, -1)          # [configs, configurable, hidden]
-        return delta.to(dtype), mismatch
-
-
 def adjacency(graph: GraphTensors) -> tuple[torch.Tensor, ...]:
     """The two mean-aggregation matrices of `layers.mean_aggregate` as sparse CSR [nodes, nodes]: from producers
     (row = consumer, 1 / its producers) and from consumers (row = producer, 1 / its consumers), repeated edges
     adding up as index_add does; then float [nodes] 1 where a node has producers / consumers (a mean over no
     messages is 0, so the bias of that message direction only reaches nodes that have some)."""
     n = graph.n_nodes
-
-    def csr(dst: torch.Tensor, src: torch.Tensor, inv_deg: torch.Tensor) -> torch.Tensor:
-        values = inv_deg[dst].to(torch.float32)                                  # [edges]
-        coo = torch.sparse_coo_tensor(torch.stack([dst, src]), values, (n, n), check_invariants=False)
-        with warnings.catch_warnings():                                          # "CSR support is in beta"
-            warnings.simplefilter("ignore", UserWarning)
-            return coo.coalesce().to_sparse_csr()
-
     has_producer = torch.zeros(n, device=graph.consumer.device).index_fill_(0, graph.consumer, 1.0)  # [nodes]
     has_consumer = torch.zeros(n, device=graph.producer.device).index_fill_(0, graph.producer, 1.0)  # [nodes]
-    return (csr(graph.consumer, graph.producer, graph.inv_deg_consumer),
-            csr(graph.producer, graph.consumer, graph.inv_deg_producer), has_producer, has_consumer)
+    return (sparse_csr(graph.consumer, graph.producer, graph.inv_deg_consumer[graph.consumer], (n, n)),
+            sparse_csr(graph.producer, graph.consumer, graph.inv_deg_producer[graph.producer], (n, n)),
+            has_producer, has_consumer)
 
 
 def _conv(block: SAGEBlock, x: torch.Tensor, adj: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -143,11 +73,13 @@ def _conv(block: SAGEBlock, x: torch.Tensor, adj: tuple[torch.Tensor, ...]) -> t
     elif norm.kind == "layer":
         x = norm.layer(x)
     bias = b[0] + adj[2][:, None] * b[1] + adj[3][:, None] * b[2]               # [nodes, dim]
-    flat = x.reshape(n, chunk * width)                                           # [nodes, chunk * dim]
-    # aggregation is linear, so aggregate first and transform after: three accumulating gemms, then the bias
-    out = torch.mm(flat.view(n * chunk, width), w[0].t())                        # [nodes * chunk, dim]
-    for weight, h in ((w[1], adj[0] @ flat), (w[2], adj[1] @ flat)):
-        out.addmm_(h.view(n * chunk, width), weight.t())
+    flat = x.reshape(n * chunk, width)                                           # [nodes * chunk, dim]
+    # transform, then aggregate: the sparse products accumulate into the output (no zero-filled result)
+    out = torch.mm(flat, w[0].t())                                               # [nodes * chunk, dim]
+    message = torch.empty_like(out)                                              # [nodes * chunk, dim]
+    for weight, matrix in ((w[1], adj[0]), (w[2], adj[1])):
+        torch.mm(flat, weight.t(), out=message)
+        out.view(n, chunk * dim).addmm_(matrix, message.view(n, chunk * dim))   # [nodes, chunk * dim]
     return block.act(out.view(n, chunk, dim).add_(bias.unsqueeze(1)))           # [nodes, chunk, dim]
 
 
@@ -202,6 +134,7 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
             raise TypeError(f"no chunked form of config mixer {type(block.mixer).__name__}")
     n_configs = configs.shape[0]
     node_h = model.nodes(graph.node_feat, graph.node_opcode)                    # [nodes, hidden]
+    base = node_h + model.configs.not_configurable                              # [nodes, hidden]
     adj = adjacency(graph)
     config_inputs, parts = ConfigInputs(model.configs, graph), configs.split(chunk)
     xs: list[torch.Tensor | None] = [None] * len(parts)
@@ -210,8 +143,7 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
     def read(i: int) -> torch.Tensor:
         """Chunk i's node states [nodes, chunk, hidden], the pending shift added (in place)."""
         if xs[i] is None:                     # built here, so its int64 config arrays are still in cache
-            delta, mismatch = config_inputs(parts[i], node_h.dtype)
-            return model.configs.node_major(node_h, graph, delta, mismatch)
+            return config_inputs.node_states(base, parts[i])
         return xs[i] if shift is None else xs[i].add_(shift)
 
     for block in model.blocks:

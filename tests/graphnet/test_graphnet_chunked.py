@@ -7,7 +7,7 @@ import pytest
 import torch
 from pruned_graphs import layout_model, long_graph, make_layout_graph
 
-from pipeline.graphnet.chunked import ConfigInputs, adjacency, chunk_configs, chunked_summary
+from pipeline.graphnet.chunked import adjacency, chunk_configs, chunked_summary
 from pipeline.graphnet.data import graph_tensors, layout_config_batch
 from pipeline.graphnet.infer import InferSettings, predict_graphs
 from pipeline.tpugraphs.layouts import operand_rank, operand_slots
@@ -74,20 +74,3 @@ def test_stage_predictions_and_rankings_unchanged():
         a, b = plain[graph.graph_id], chunked[graph.graph_id]
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
         assert np.array_equal(np.argsort(a, kind="stable"), np.argsort(b, kind="stable"))
-
-
-@pytest.mark.parametrize("effective,mismatch", [(True, True), (False, False), (True, False)])
-def test_config_inputs_equal_the_encoders_config_parts(effective, mismatch):
-    """The embedding_bag + dim-table form of the config encoder (ConfigInputs) against the encoder itself."""
-    graph = long_graph(n_nodes=40, n_configs=10)
-    encoder = layout_model(effective_layout=effective, edge_mismatch=mismatch).eval().configs
-    g = graph_tensors(graph)
-    configs = layout_config_batch(graph, np.arange(10))
-    with torch.no_grad():
-        delta, copies = encoder.config_parts(g, configs, torch.float32)
-        fast_delta, fast_copies = ConfigInputs(encoder, g)(configs, torch.float32)
-    assert delta.abs().max() > 1.0
-    torch.testing.assert_close(fast_delta, delta, rtol=1e-5, atol=1e-5 * float(delta.abs().max()))
-    assert (copies is None) == (fast_copies is None) == (not mismatch)
-    if mismatch:
-        assert torch.equal(fast_copies, copies)

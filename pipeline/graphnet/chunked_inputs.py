@@ -1,0 +1,160 @@
+"""The first block's input of the chunked CPU path (`pipeline.graphnet.chunked`): `LayoutConfigEncoder.forward` of a
+chunk of configs, built node-major (`[nodes, chunk, hidden]`) with the per-graph work done once per batch.
+
+- `ConfigInputs`: the config encoder. The 18 layout values enter its first linear layer as one `embedding_bag`
+  over a [18 slots x 7 values, hidden] table (the value embedding folded into that layer, both linear), and the 24
+  dimension features as one gather from a per-graph table. Rows are node-major (configurable node, then config), so
+  the per-config part lands in the chunk's node states without a transpose.
+- `MismatchEdges`: the per-node mismatch features (`layout_inputs.mismatch_features`) from the edges whose mismatch
+  can change with the config only (a configurable producer, or a consumer's explicit input/kernel block; every
+  other edge reads its producer's HLO layout as produced), summed per node by one sparse product.
+
+Both equal the encoder's own `config_parts` within float rounding (sums in another order);
+tests/graphnet/test_graphnet_chunked_inputs.py checks that.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pipeline.graphnet.data import GraphTensors
+from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, LAYOUT_VALUES
+from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES
+from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, MAX_DIMS, NODE_CONFIG_FEAT_DIM
+
+
+def sparse_csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """float32 CSR matrix of `shape` with values[i] at (rows[i], cols[i]); repeated entries add up."""
+    coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), values.to(torch.float32), shape, check_invariants=False)
+    with warnings.catch_warnings():                                              # "CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        return coo.coalesce().to_sparse_csr()
+
+
+class MismatchEdges:
+    """`layout_inputs.mismatch_features` node-major, from the edges whose mismatch depends on the config.
+
+    An edge mismatches when its producer's effective output layout differs from the layout its consumer expects.
+    The producer side changes with the config only for a configurable producer, the expected side only for an
+    edge that feeds a consumer's input/kernel block; on every other edge both are the producer's HLO layout, so it
+    never mismatches. Per kept edge: where to read its two block codes among a config's [configurable x 3 blocks]
+    codes, and the producer's HLO code for the default sides; the four features per node are one CSR product
+    [4 x nodes, kept edges] x [kept edges, configs] (in-edges, their log size, out-edges, their log size)."""
+
+    def __init__(self, graph: GraphTensors):
+        n, n_blocks = graph.n_nodes, len(LAYOUT_BLOCKS)
+        position = torch.full((n,), -1, dtype=torch.long)
+        position[graph.node_config_ids] = torch.arange(len(graph.node_config_ids))
+        producer_k = position[graph.producer]                                   # [edges] -1: not configurable
+        kept = (graph.edge_slot >= 0) | (producer_k >= 0)                        # [edges]
+        producer, consumer = graph.producer[kept], graph.consumer[kept]          # [kept edges]
+        self.produced_from = producer_k[kept] >= 0                               # [kept edges]
+        self.produced_at = producer_k[kept].clamp(min=0) * n_blocks              # code of the output block
+        self.fed = graph.edge_slot[kept] >= 0                                    # [kept edges]
+        self.expected_at = (graph.edge_consumer_k[kept].clamp(min=0) * n_blocks
+                            + graph.edge_slot[kept].clamp(min=0))                # code of the fed block
+        self.hlo = graph.hlo_code[producer]                                      # [kept edges]
+        size = graph.log_elements[producer]                                      # [kept edges]
+        ones = torch.ones_like(size)
+        rows = torch.cat([consumer, consumer + n, producer + 2 * n, producer + 3 * n])
+        cols = torch.arange(len(producer)).repeat(MISMATCH_FEATURES)
+        self.sums = sparse_csr(rows, cols, torch.cat([ones, size, ones, size]),
+                               (MISMATCH_FEATURES * n, len(producer)))          # [4 x nodes, kept edges]
+        self.n_nodes = n
+
+    def __call__(self, codes: torch.Tensor, is_default: torch.Tensor) -> torch.Tensor:
+        """float32 [nodes, configs, 4] from the codes (`layouts.block_codes`) of the effective blocks int64
+        [configs, configurable * 3] and their default flags bool [configs, configurable * 3]."""
+        n_configs = codes.shape[0]
+        produced = torch.where(self.produced_from, codes.index_select(1, self.produced_at), self.hlo)  # [configs, kept]
+        fed = self.fed & ~is_default.index_select(1, self.expected_at)          # [configs, kept edges]
+        expected = torch.where(fed, codes.index_select(1, self.expected_at), self.hlo)  # [configs, kept edges]
+        per_node = self.sums @ (produced != expected).float().t()               # [4 x nodes, configs]
+        return per_node.view(MISMATCH_FEATURES, self.n_nodes, n_configs).permute(1, 2, 0)  # [nodes, configs, 4]
+
+
+class ConfigInputs:
+    """`LayoutConfigEncoder.forward` for inference, node-major, with the per-graph work done once (`__init__`).
+
+    The encoder's first linear layer sees [18 embedded values | 24 dimension features | 3 default flags (effective
+    layouts)] of a configurable node's config. All of it is linear in per-slot terms: slot s with value v adds its
+    value embedding through the layer, and the dimension features it feeds, which depend only on (configurable node,
+    block, value): log1p of the size of the dim the value names and its remainders by the tile
+    (`embeddings.layout_dim_features`). So the layer (bias included) is one `embedding_bag` over a per-graph table
+    [configurable x 18 slots x 7 values, hidden]. With effective layouts, a default block (all values -1) reads the
+    layout it stands for, plus its flag: 3 more bag rows per config, a per-(node, block) correction from what its
+    -1 values gave, or a zero row when the block is explicit. Rows are node-major (configurable node, then config),
+    so the per-config part lands in the chunk's node states without a transpose, and a node's rows of the table
+    stay in cache for the configs of a chunk."""
+
+    def __init__(self, encoder: nn.Module, graph: GraphTensors):
+        self.encoder, self.graph = encoder, graph
+        first, last = encoder.proj[0], encoder.proj[2]                           # Linear(width, hidden), (hidden, hidden)
+        hidden, value_dim = first.out_features, encoder.value.embedding_dim
+        n_cfg, n_blocks, n_values = len(graph.node_config_ids), len(LAYOUT_BLOCKS), NODE_CONFIG_FEAT_DIM * value_dim
+        slots = first.weight[:, :n_values].reshape(hidden, NODE_CONFIG_FEAT_DIM, value_dim)  # [hidden, 18, dim]
+        values = torch.einsum("hsd,vd->svh", slots, encoder.value.weight)        # [18, 7, hidden]
+        width = n_blocks * DIM_FEATURES_PER_BLOCK
+        w_dims = first.weight[:, n_values:n_values + width].t().reshape(n_blocks, DIM_FEATURES_PER_BLOCK, hidden)
+        n_rows = n_cfg * NODE_CONFIG_FEAT_DIM * LAYOUT_VALUES                   # one per (node, slot, value)
+        extra = n_cfg * n_blocks + 1 if encoder.effective else 0                 # corrections, a zero row
+        self.table = torch.empty(n_rows + extra, hidden)                         # [rows, hidden]
+        table = self.table[:n_rows].view(n_cfg, n_blocks, MAX_DIMS, LAYOUT_VALUES, hidden)
+        # per configurable node, block and value (+1; 0 = -1, no dim): the size of the dim it names
+        sizes = F.pad(graph.operand_dims.float(), (1, 0))[:, :, None, :, None]  # [cfg, 3, 1, 7, 1]
+        torch.addcmul(values.view(n_blocks, MAX_DIMS, LAYOUT_VALUES, hidden), torch.log1p(sizes),
+                      w_dims[:, :MAX_DIMS, None], out=table)                     # [cfg, 3, 6, 7, hidden]
+        table[:, :, :1].addcmul_(sizes % TPU_TILE_MINOR / TPU_TILE_MINOR, w_dims[:, MAX_DIMS:MAX_DIMS + 1, None])
+        table[:, :, 1:2].addcmul_(sizes % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR,
+                                  w_dims[:, MAX_DIMS + 1:, None])
+        table[:, 0, 0] += first.bias                                             # once per row: in slot 0
+        self.index_base = torch.arange(n_cfg * NODE_CONFIG_FEAT_DIM).view(n_cfg, 1, -1) * LAYOUT_VALUES
+        if encoder.effective:
+            chosen = table.gather(3, graph.default_blocks[..., None, None].expand(-1, -1, -1, 1, hidden))
+            correction = self.table[n_rows:-1].view(n_cfg, n_blocks, hidden)     # [cfg, 3, hidden]
+            torch.sum(chosen.squeeze(3) - table[:, :, :, 0], dim=2, out=correction)
+            correction += first.weight[:, n_values + width:].t()                 # the default flags
+            self.table[-1] = 0
+            self.correction_at = n_rows + torch.arange(n_cfg * n_blocks).view(n_cfg, 1, n_blocks)
+            self.no_correction = torch.tensor(n_rows + n_cfg * n_blocks)         # the zero row
+        self.last_bias = last.bias - encoder.not_configurable                    # delta replaces the marker
+        self.weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)               # [6]
+        self.default_codes = (graph.default_blocks * self.weights).sum(dim=-1).view(-1)  # [cfg * 3]
+        self.mismatch = MismatchEdges(graph) if encoder.copies is not None else None
+
+    def parts(self, configs: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`LayoutConfigEncoder.config_parts(graph, configs, dtype)` node-major: (delta [configurable, configs,
+        hidden], mismatch features [nodes, configs, 4] or None), from configs int64 [configs, configurable, 18]."""
+        enc = self.encoder
+        n_configs, n_cfg, _ = configs.shape
+        index = configs.transpose(0, 1) + self.index_base                       # [configurable, configs, 18]
+        if enc.effective or self.mismatch is not None:
+            blocks = configs.view(n_configs, -1, MAX_DIMS)                       # [configs, configurable * 3, 6]
+            codes = (blocks * self.weights).sum(dim=-1)                          # [configs, configurable * 3]
+            is_default = codes == 0                                              # all six values -1
+        if enc.effective:
+            default = is_default.view(n_configs, n_cfg, -1).transpose(0, 1)      # [configurable, configs, 3]
+            index = torch.cat([index, torch.where(default, self.correction_at, self.no_correction)], dim=-1)
+        h = F.embedding_bag(index.reshape(n_cfg * n_configs, -1), self.table, mode="sum")  # [cfg * configs, hidden]
+        delta = F.linear(enc.proj[1](h), enc.proj[2].weight, self.last_bias)     # [configurable * configs, hidden]
+        mismatch = None
+        if self.mismatch is not None:
+            codes = torch.where(is_default, self.default_codes, codes)           # of the effective blocks
+            mismatch = self.mismatch(codes, is_default).to(dtype)                # [nodes, configs, 4]
+        return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch
+
+    def node_states(self, base: torch.Tensor, configs: torch.Tensor) -> torch.Tensor:
+        """`LayoutConfigEncoder.forward` of configs int64 [configs, configurable, 18] node-major: [nodes, configs,
+        hidden], from `base` = node_h + the encoder's not_configurable marker [nodes, hidden]."""
+        enc = self.encoder
+        delta, mismatch = self.parts(configs, base.dtype)
+        if mismatch is None:
+            x = base.unsqueeze(1).expand(-1, delta.shape[1], -1).contiguous()    # [nodes, configs, hidden]
+        else:
+            x = enc.copies(mismatch.contiguous()).add_(base.unsqueeze(1))        # [nodes, configs, hidden]
+        return x.index_add_(0, self.graph.node_config_ids, delta)

@@ -1,0 +1,80 @@
+"""The node-major config inputs of the chunked CPU path equal the config encoder's own (`config_parts`, `forward`)
+within float rounding, and the mismatch features from the config-dependent edges equal `mismatch_features`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from pruned_graphs import layout_model, long_graph, make_layout_graph
+
+from pipeline.graphnet.chunked_inputs import ConfigInputs, MismatchEdges, sparse_csr
+from pipeline.graphnet.data import graph_tensors, layout_config_batch
+from pipeline.graphnet.layout_inputs import effective_configs, mismatch_features
+from pipeline.tpugraphs import layouts
+
+
+def test_sparse_csr_adds_repeated_entries():
+    matrix = sparse_csr(torch.tensor([0, 1, 1]), torch.tensor([2, 0, 0]), torch.tensor([1.0, 2.0, 3.0]), (2, 3))
+    assert matrix.to_dense().tolist() == [[0, 0, 1], [5, 0, 0]]
+
+
+def _codes(configs: torch.Tensor, graph) -> tuple[torch.Tensor, torch.Tensor]:
+    """Codes of the effective blocks and default flags, [configs, configurable * 3] (MismatchEdges' inputs)."""
+    effective, is_default = effective_configs(configs, graph.default_blocks)     # [configs, configurable, 18]
+    blocks = effective.reshape(configs.shape[0], -1, 6)                          # [configs, configurable * 3, 6]
+    codes = (blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(-1)
+    return codes, is_default.reshape(configs.shape[0], -1)
+
+
+@pytest.mark.parametrize("make", [lambda: long_graph(n_nodes=40, n_configs=10), lambda: make_layout_graph(n_configs=10)])
+def test_mismatch_edges_equal_mismatch_features(make):
+    graph = make()
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(10))
+    effective, is_default = effective_configs(configs, g.default_blocks)
+    expected = mismatch_features(effective, is_default, g)                      # [configs, nodes, 4]
+    fast = MismatchEdges(g)(*_codes(configs, g))                                 # [nodes, configs, 4]
+    assert expected[..., 0].sum() > 0                                            # some edges do mismatch
+    torch.testing.assert_close(fast.transpose(0, 1), expected, rtol=1e-6, atol=1e-6)
+    assert torch.equal(fast.transpose(0, 1)[..., ::2], expected[..., ::2])       # counts exactly
+
+
+def test_mismatch_edges_keep_only_config_dependent_edges():
+    # make_layout_graph(7): node i consumes i-1 (operand 0), even i also i-2 (operand 1); nodes 1 and 4 are
+    # configurable. Kept: edges fed into 1's / 4's input and kernel blocks (1<-0, 4<-3, 4<-2) and edges leaving 1
+    # or 4 (2<-1, 5<-4, 6<-4); 3<-2, 6<-5 and 2<-0 read an unconfigurable producer as the HLO layout: never a copy.
+    n = 7
+    sums = MismatchEdges(graph_tensors(make_layout_graph(n_nodes=n))).sums.to_dense()   # [4 x nodes, kept edges]
+    consumers, producers = sums[:n].argmax(dim=0), sums[2 * n:3 * n].argmax(dim=0)
+    assert sorted(zip(consumers.tolist(), producers.tolist())) == [(1, 0), (2, 1), (4, 2), (4, 3), (5, 4), (6, 4)]
+    assert sums[:n].sum().item() == sums[2 * n:3 * n].sum().item() == 6          # each kept edge counted once
+
+
+@pytest.mark.parametrize("effective,mismatch", [(True, True), (False, False), (True, False), (False, True)])
+def test_config_inputs_equal_the_encoders_config_parts(effective, mismatch):
+    """The embedding_bag form of the config encoder (ConfigInputs) against the encoder itself, node-major."""
+    graph = long_graph(n_nodes=40, n_configs=10)
+    encoder = layout_model(effective_layout=effective, edge_mismatch=mismatch).eval().configs
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(10))
+    with torch.no_grad():
+        delta, copies = encoder.config_parts(g, configs, torch.float32)       # [configs, configurable, hidden]
+        fast_delta, fast_copies = ConfigInputs(encoder, g).parts(configs, torch.float32)
+    assert delta.abs().max() > 1.0
+    torch.testing.assert_close(fast_delta.transpose(0, 1), delta, rtol=1e-5, atol=1e-5 * float(delta.abs().max()))
+    assert (copies is None) == (fast_copies is None) == (not mismatch)
+    if mismatch:
+        torch.testing.assert_close(fast_copies.transpose(0, 1), copies, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("effective,mismatch", [(True, True), (False, False)])
+def test_config_inputs_node_states_equal_the_encoder(effective, mismatch):
+    graph = long_graph(n_nodes=40, n_configs=10)
+    encoder = layout_model(effective_layout=effective, edge_mismatch=mismatch).eval().configs
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(10))
+    node_h = torch.randn(g.n_nodes, encoder.not_configurable.shape[0])
+    with torch.no_grad():
+        plain = encoder(node_h, g, configs)                                       # [configs, nodes, hidden]
+        fast = ConfigInputs(encoder, g).node_states(node_h + encoder.not_configurable, configs)
+    torch.testing.assert_close(fast.transpose(0, 1), plain, rtol=1e-5, atol=1e-5 * float(plain.abs().max()))
