@@ -54,33 +54,43 @@ def adjacency(graph: GraphTensors) -> tuple[torch.Tensor, ...]:
             has_producer, has_consumer)
 
 
-def _conv(block: SAGEBlock, x: torch.Tensor, adj: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """GELU(SAGEConv(norm(x))) of one node-major chunk [nodes, chunk, dim] (dropout: identity in eval).
+class _Conv:
+    """GELU(SAGEConv(norm(x))) of node-major chunks [nodes, chunk, dim] for one block (dropout: identity in eval),
+    with the weights and the per-node bias prepared once per batch.
 
     Instance norm is (x - mean) * rsqrt(var + eps) * weight + bias per config and channel; its `bias` is the same
     for every node, and each aggregation matrix's rows sum to 1 (0 for a node with no messages), so the conv
     receives it as a per-node bias (W_self + has_producer W_p + has_consumer W_c) bias instead of one more pass
-    over the chunk."""
-    norm, lin, dim = block.norm, block.conv.lin, block.conv.dim_out
-    n, chunk, width = x.shape
-    w, b = lin.weight.split(dim), lin.bias.split(dim)                           # self, producers, consumers
-    if norm.kind == "instance":
-        # two-pass statistics with sums over the leading axis (var_mean / vector_norm over axis 0 are far slower)
-        x = x - x.sum(dim=0, keepdim=True) / n                                   # [nodes, chunk, dim] centered
-        var = (x * x).sum(dim=0, keepdim=True) / n                               # [1, chunk, dim]
-        x = x.mul_(torch.rsqrt(var + norm.eps) * norm.weight)                    # [nodes, chunk, dim]
-        b = [bk + F.linear(norm.bias, wk) for wk, bk in zip(w, b)]               # the norm's bias, through W
-    elif norm.kind == "layer":
-        x = norm.layer(x)
-    bias = b[0] + adj[2][:, None] * b[1] + adj[3][:, None] * b[2]               # [nodes, dim]
-    flat = x.reshape(n * chunk, width)                                           # [nodes * chunk, dim]
-    # transform, then aggregate: the sparse products accumulate into the output (no zero-filled result)
-    out = torch.mm(flat, w[0].t())                                               # [nodes * chunk, dim]
-    message = torch.empty_like(out)                                              # [nodes * chunk, dim]
-    for weight, matrix in ((w[1], adj[0]), (w[2], adj[1])):
-        torch.mm(flat, weight.t(), out=message)
-        out.view(n, chunk * dim).addmm_(matrix, message.view(n, chunk * dim))   # [nodes, chunk * dim]
-    return block.act(out.view(n, chunk, dim).add_(bias.unsqueeze(1)))           # [nodes, chunk, dim]
+    over the chunk. The chunk's output starts as that bias, and the three products accumulate into it."""
+
+    def __init__(self, block: SAGEBlock, adj: tuple[torch.Tensor, ...]):
+        self.norm, self.act, self.adj, dim = block.norm, block.act, adj, block.conv.dim_out
+        w, b = block.conv.lin.weight.split(dim), block.conv.lin.bias.split(dim)  # self, producers, consumers
+        if self.norm.kind == "instance":
+            b = [bk + F.linear(self.norm.bias, wk) for wk, bk in zip(w, b)]      # the norm's bias, through W
+        self.weights = [wk.t().contiguous() for wk in w]                         # 3 x [dim_in, dim]
+        self.bias = (b[0] + adj[2][:, None] * b[1] + adj[3][:, None] * b[2]).unsqueeze(1)  # [nodes, 1, dim]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        norm = self.norm
+        n, chunk, width = x.shape
+        if norm.kind == "instance":
+            # two-pass statistics with sums over the leading axis (var_mean / vector_norm over axis 0 are far slower)
+            x = x - x.sum(dim=0, keepdim=True) / n                               # [nodes, chunk, dim] centered
+            var = (x * x).sum(dim=0, keepdim=True) / n                           # [1, chunk, dim]
+            x = x.mul_(torch.rsqrt(var + norm.eps) * norm.weight)                # [nodes, chunk, dim]
+        elif norm.kind == "layer":
+            x = norm.layer(x)
+        flat = x.reshape(n * chunk, width)                                       # [nodes * chunk, dim_in]
+        out = self.bias.new_empty(n, chunk, self.bias.shape[-1]).copy_(self.bias)  # [nodes, chunk, dim]
+        rows = out.view(n * chunk, -1)                                           # [nodes * chunk, dim]
+        rows.addmm_(flat, self.weights[0])
+        # transform, then aggregate: the sparse products accumulate into the output (no zero-filled result)
+        message = torch.empty_like(rows)                                         # [nodes * chunk, dim]
+        for weight, matrix in zip(self.weights[1:], self.adj[:2]):
+            torch.mm(flat, weight, out=message)
+            out.view(n, -1).addmm_(matrix, message.view(n, -1))                  # [nodes, chunk * dim]
+        return self.act(out)                                                     # [nodes, chunk, dim]
 
 
 def _gate_into(mixer: ConfigGate, xs: list[torch.Tensor], hs: list[torch.Tensor], residual: bool,
@@ -136,7 +146,8 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
     node_h = model.nodes(graph.node_feat, graph.node_opcode)                    # [nodes, hidden]
     base = node_h + model.configs.not_configurable                              # [nodes, hidden]
     adj = adjacency(graph)
-    config_inputs, parts = ConfigInputs(model.configs, graph), configs.split(chunk)
+    config_inputs = ConfigInputs(model.configs, graph, configs)
+    parts = [slice(lo, lo + chunk) for lo in range(0, n_configs, chunk)]
     xs: list[torch.Tensor | None] = [None] * len(parts)
     shift = None                                                                 # [nodes, 1, hidden] pending
 
@@ -149,21 +160,23 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
     for block in model.blocks:
         if isinstance(block.mixer, ConfigGate):
             xs = [read(i) for i in range(len(parts))]
-            xs, shift = _gate_into(block.mixer, xs, [_conv(block, x, adj) for x in xs], block.residual,
-                                   n_configs), None
+            conv = _Conv(block, adj)
+            xs, shift = _gate_into(block.mixer, xs, [conv(x) for x in xs], block.residual, n_configs), None
             continue
-        h_total = 0
+        h_total, conv = 0, _Conv(block, adj)
         for i in range(len(parts)):
             x = read(i)
-            h = _conv(block, x, adj)                                             # [nodes, chunk, hidden]
+            h = conv(x)                                                          # [nodes, chunk, hidden]
             h_total = h_total + h.sum(dim=1, keepdim=True)                      # [nodes, 1, hidden]
             xs[i] = _linear_mix(block, x, h)
         shift = _pending_shift(block.mixer, h_total, n_configs)
-    summaries = []
+    head, summaries = model.node_head, []
     for i in range(len(parts)):
         x = read(i)
-        per_node = model.node_head(x).squeeze(-1)                               # [nodes, chunk]
         if own is not None:
-            x, per_node = x[own], per_node[own]                                 # [own nodes, chunk, (hidden)]
-        summaries.append(torch.cat([per_node.sum(dim=0).unsqueeze(-1), x.sum(dim=0), x.amax(dim=0)], dim=-1))
+            x = x[own]                                                           # [own nodes, chunk, hidden]
+        # the head's last layer is linear: sum its input over the nodes, then apply it once per config
+        hidden = head[1](F.linear(x, head[0].weight, head[0].bias)).sum(dim=0)   # [chunk, hidden]
+        per_node = F.linear(hidden, head[3].weight, head[3].bias * x.shape[0])    # [chunk, 1]
+        summaries.append(torch.cat([per_node, x.sum(dim=0), x.amax(dim=0)], dim=-1))
     return torch.cat(summaries)                                                 # [configs, summary_dim]

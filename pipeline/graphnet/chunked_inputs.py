@@ -75,7 +75,7 @@ class MismatchEdges:
         fed = self.fed & ~is_default.index_select(1, self.expected_at)          # [configs, kept edges]
         expected = torch.where(fed, codes.index_select(1, self.expected_at), self.hlo)  # [configs, kept edges]
         per_node = self.sums @ (produced != expected).float().t()               # [4 x nodes, configs]
-        return per_node.view(MISMATCH_FEATURES, self.n_nodes, n_configs).permute(1, 2, 0)  # [nodes, configs, 4]
+        return per_node.view(MISMATCH_FEATURES, self.n_nodes, n_configs).permute(1, 2, 0).contiguous()  # [n, c, 4]
 
 
 class ConfigInputs:
@@ -92,8 +92,9 @@ class ConfigInputs:
     so the per-config part lands in the chunk's node states without a transpose, and a node's rows of the table
     stay in cache for the configs of a chunk."""
 
-    def __init__(self, encoder: nn.Module, graph: GraphTensors):
-        self.encoder, self.graph = encoder, graph
+    @torch.no_grad()
+    def __init__(self, encoder: nn.Module, graph: GraphTensors, configs: torch.Tensor):
+        self.encoder, self.graph, self.configs = encoder, graph, configs
         first, last = encoder.proj[0], encoder.proj[2]                           # Linear(width, hidden), (hidden, hidden)
         hidden, value_dim = first.out_features, encoder.value.embedding_dim
         n_cfg, n_blocks, n_values = len(graph.node_config_ids), len(LAYOUT_BLOCKS), NODE_CONFIG_FEAT_DIM * value_dim
@@ -123,38 +124,38 @@ class ConfigInputs:
             self.correction_at = n_rows + torch.arange(n_cfg * n_blocks).view(n_cfg, 1, n_blocks)
             self.no_correction = torch.tensor(n_rows + n_cfg * n_blocks)         # the zero row
         self.last_bias = last.bias - encoder.not_configurable                    # delta replaces the marker
-        self.weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)               # [6]
-        self.default_codes = (graph.default_blocks * self.weights).sum(dim=-1).view(-1)  # [cfg * 3]
-        self.mismatch = MismatchEdges(graph) if encoder.copies is not None else None
+        # the batch's block codes, default flags and mismatch features: int work in a few large operations
+        self.is_default, self.mismatch = None, None
+        if encoder.effective or encoder.copies is not None:
+            blocks = configs.view(configs.shape[0], -1, MAX_DIMS)                # [configs, configurable * 3, 6]
+            codes = (blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(dim=-1)  # [configs, cfg * 3]
+            self.is_default = codes == 0                                         # all six values -1
+        if encoder.copies is not None:
+            default_codes = (graph.default_blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(dim=-1)
+            codes = torch.where(self.is_default, default_codes.view(-1), codes)  # of the effective blocks
+            self.mismatch = MismatchEdges(graph)(codes, self.is_default)         # [nodes, configs, 4]
 
-    def parts(self, configs: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`LayoutConfigEncoder.config_parts(graph, configs, dtype)` node-major: (delta [configurable, configs,
-        hidden], mismatch features [nodes, configs, 4] or None), from configs int64 [configs, configurable, 18]."""
-        enc = self.encoder
+    def parts(self, part: slice, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`LayoutConfigEncoder.config_parts(graph, configs[part], dtype)` node-major: (delta [configurable,
+        configs, hidden], mismatch features [nodes, configs, 4] or None)."""
+        enc, configs = self.encoder, self.configs[part]                          # [configs, configurable, 18]
         n_configs, n_cfg, _ = configs.shape
         index = configs.transpose(0, 1) + self.index_base                       # [configurable, configs, 18]
-        if enc.effective or self.mismatch is not None:
-            blocks = configs.view(n_configs, -1, MAX_DIMS)                       # [configs, configurable * 3, 6]
-            codes = (blocks * self.weights).sum(dim=-1)                          # [configs, configurable * 3]
-            is_default = codes == 0                                              # all six values -1
         if enc.effective:
-            default = is_default.view(n_configs, n_cfg, -1).transpose(0, 1)      # [configurable, configs, 3]
+            default = self.is_default[part].view(n_configs, n_cfg, -1).transpose(0, 1)  # [configurable, configs, 3]
             index = torch.cat([index, torch.where(default, self.correction_at, self.no_correction)], dim=-1)
         h = F.embedding_bag(index.reshape(n_cfg * n_configs, -1), self.table, mode="sum")  # [cfg * configs, hidden]
         delta = F.linear(enc.proj[1](h), enc.proj[2].weight, self.last_bias)     # [configurable * configs, hidden]
-        mismatch = None
-        if self.mismatch is not None:
-            codes = torch.where(is_default, self.default_codes, codes)           # of the effective blocks
-            mismatch = self.mismatch(codes, is_default).to(dtype)                # [nodes, configs, 4]
+        mismatch = None if self.mismatch is None else self.mismatch[:, part].to(dtype)  # [nodes, configs, 4]
         return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch
 
-    def node_states(self, base: torch.Tensor, configs: torch.Tensor) -> torch.Tensor:
-        """`LayoutConfigEncoder.forward` of configs int64 [configs, configurable, 18] node-major: [nodes, configs,
-        hidden], from `base` = node_h + the encoder's not_configurable marker [nodes, hidden]."""
+    def node_states(self, base: torch.Tensor, part: slice) -> torch.Tensor:
+        """`LayoutConfigEncoder.forward` of configs[part] node-major: [nodes, configs, hidden], from `base` =
+        node_h + the encoder's not_configurable marker [nodes, hidden]."""
         enc = self.encoder
-        delta, mismatch = self.parts(configs, base.dtype)
+        delta, mismatch = self.parts(part, base.dtype)
         if mismatch is None:
             x = base.unsqueeze(1).expand(-1, delta.shape[1], -1).contiguous()    # [nodes, configs, hidden]
         else:
-            x = enc.copies(mismatch.contiguous()).add_(base.unsqueeze(1))        # [nodes, configs, hidden]
+            x = enc.copies(mismatch).add_(base.unsqueeze(1))                     # [nodes, configs, hidden]
         return x.index_add_(0, self.graph.node_config_ids, delta)
