@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate
-from pipeline.graphnet.chunked_inputs import ConfigInputs, sparse_csr
+from pipeline.graphnet.chunked_inputs import ConfigInputs, repeat_configs, sparse_csr
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.layers import SAGEBlock
 
@@ -82,7 +82,7 @@ class _Conv:
         elif norm.kind == "layer":
             x = norm.layer(x)
         flat = x.reshape(n * chunk, width)                                       # [nodes * chunk, dim_in]
-        out = self.bias.new_empty(n, chunk, self.bias.shape[-1]).copy_(self.bias)  # [nodes, chunk, dim]
+        out = repeat_configs(self.bias, chunk)                                   # [nodes, chunk, dim]
         rows = out.view(n * chunk, -1)                                           # [nodes * chunk, dim]
         rows.addmm_(flat, self.weights[0])
         # transform, then aggregate: the sparse products accumulate into the output (no zero-filled result)
@@ -144,9 +144,9 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
             raise TypeError(f"no chunked form of config mixer {type(block.mixer).__name__}")
     n_configs = configs.shape[0]
     node_h = model.nodes(graph.node_feat, graph.node_opcode)                    # [nodes, hidden]
-    base = node_h + model.configs.not_configurable                              # [nodes, hidden]
-    adj = adjacency(graph)
     config_inputs = ConfigInputs(model.configs, graph, configs)
+    base = config_inputs.base(node_h)                                           # [nodes, hidden]
+    adj = adjacency(graph)
     parts = [slice(lo, lo + chunk) for lo in range(0, n_configs, chunk)]
     xs: list[torch.Tensor | None] = [None] * len(parts)
     shift = None                                                                 # [nodes, 1, hidden] pending

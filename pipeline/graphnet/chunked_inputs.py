@@ -36,6 +36,13 @@ def sparse_csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, sha
         return coo.coalesce().to_sparse_csr()
 
 
+def repeat_configs(rows: torch.Tensor, n_configs: int) -> torch.Tensor:
+    """A new tensor [nodes, n_configs, dim] holding rows [nodes, dim] (or [nodes, 1, dim]) for every config (never a
+    view of `rows`, even for one config: callers write into it)."""
+    out = rows.new_empty(rows.shape[0], n_configs, rows.shape[-1])              # [nodes, configs, dim]
+    return out.copy_(rows.view(rows.shape[0], 1, -1))
+
+
 class MismatchEdges:
     """`layout_inputs.mismatch_features` node-major, from the edges whose mismatch depends on the config.
 
@@ -68,13 +75,14 @@ class MismatchEdges:
         self.n_nodes = n
 
     def __call__(self, codes: torch.Tensor, is_default: torch.Tensor) -> torch.Tensor:
-        """float32 [nodes, configs, 4] from the codes (`layouts.block_codes`) of the effective blocks int64
-        [configs, configurable * 3] and their default flags bool [configs, configurable * 3]."""
-        n_configs = codes.shape[0]
-        produced = torch.where(self.produced_from, codes.index_select(1, self.produced_at), self.hlo)  # [configs, kept]
-        fed = self.fed & ~is_default.index_select(1, self.expected_at)          # [configs, kept edges]
-        expected = torch.where(fed, codes.index_select(1, self.expected_at), self.hlo)  # [configs, kept edges]
-        per_node = self.sums @ (produced != expected).float().t()               # [4 x nodes, configs]
+        """float32 [nodes, configs, 4] from the codes (`layouts.block_codes`) of the effective blocks int
+        [configurable * 3, configs] and their default flags bool [configurable * 3, configs]."""
+        n_configs = codes.shape[1]
+        hlo = self.hlo.unsqueeze(1).to(codes.dtype)                              # [kept edges, 1]
+        produced = torch.where(self.produced_from.unsqueeze(1), codes.index_select(0, self.produced_at), hlo)
+        fed = ~is_default.index_select(0, self.expected_at) & self.fed.unsqueeze(1)  # [kept edges, configs]
+        expected = torch.where(fed, codes.index_select(0, self.expected_at), hlo)  # [kept edges, configs]
+        per_node = self.sums @ (produced != expected).float()                    # [4 x nodes, configs]
         return per_node.view(MISMATCH_FEATURES, self.n_nodes, n_configs).permute(1, 2, 0).contiguous()  # [n, c, 4]
 
 
@@ -127,13 +135,23 @@ class ConfigInputs:
         # the batch's block codes, default flags and mismatch features: int work in a few large operations
         self.is_default, self.mismatch = None, None
         if encoder.effective or encoder.copies is not None:
+            weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, dtype=torch.float32)  # codes < 7 ** 6: exact
             blocks = configs.view(configs.shape[0], -1, MAX_DIMS)                # [configs, configurable * 3, 6]
-            codes = (blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(dim=-1)  # [configs, cfg * 3]
+            codes = (blocks.to(torch.float32) @ weights).to(torch.int32)         # [configs, configurable * 3]
             self.is_default = codes == 0                                         # all six values -1
         if encoder.copies is not None:
-            default_codes = (graph.default_blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(dim=-1)
-            codes = torch.where(self.is_default, default_codes.view(-1), codes)  # of the effective blocks
-            self.mismatch = MismatchEdges(graph)(codes, self.is_default)         # [nodes, configs, 4]
+            default_codes = (graph.default_blocks.to(torch.float32) @ weights).to(torch.int32).view(-1, 1)
+            codes, is_default = codes.t().contiguous(), self.is_default.t()      # [configurable * 3, configs]
+            codes = torch.where(is_default, default_codes, codes)                # of the effective blocks
+            self.mismatch = MismatchEdges(graph)(codes, is_default)              # [nodes, configs, 4]
+        self.copies = None if encoder.copies is None else encoder.copies.weight.t()  # [4, hidden]
+
+    def base(self, node_h: torch.Tensor) -> torch.Tensor:
+        """What every config adds to a node's embedding node_h [nodes, hidden]: the not-configurable marker (that
+        `parts`' delta replaces) and the bias of the mismatch layer: [nodes, hidden]."""
+        enc = self.encoder
+        base = node_h + enc.not_configurable                                     # [nodes, hidden]
+        return base if enc.copies is None else base.add_(enc.copies.bias)
 
     def parts(self, part: slice, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`LayoutConfigEncoder.config_parts(graph, configs[part], dtype)` node-major: (delta [configurable,
@@ -150,12 +168,10 @@ class ConfigInputs:
         return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch
 
     def node_states(self, base: torch.Tensor, part: slice) -> torch.Tensor:
-        """`LayoutConfigEncoder.forward` of configs[part] node-major: [nodes, configs, hidden], from `base` =
-        node_h + the encoder's not_configurable marker [nodes, hidden]."""
-        enc = self.encoder
+        """`LayoutConfigEncoder.forward` of configs[part] node-major: [nodes, configs, hidden], from `base`
+        [nodes, hidden] (`self.base` of the node embedding)."""
         delta, mismatch = self.parts(part, base.dtype)
-        if mismatch is None:
-            x = base.unsqueeze(1).expand(-1, delta.shape[1], -1).contiguous()    # [nodes, configs, hidden]
-        else:
-            x = enc.copies(mismatch).add_(base.unsqueeze(1))                     # [nodes, configs, hidden]
+        x = repeat_configs(base, delta.shape[1])                                # [nodes, configs, hidden]
+        if mismatch is not None:
+            x.view(-1, x.shape[-1]).addmm_(mismatch.reshape(-1, MISMATCH_FEATURES), self.copies)
         return x.index_add_(0, self.graph.node_config_ids, delta)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from pruned_graphs import layout_model, long_graph, make_layout_graph
 
-from pipeline.graphnet.chunked_inputs import ConfigInputs, MismatchEdges, sparse_csr
+from pipeline.graphnet.chunked_inputs import ConfigInputs, MismatchEdges, repeat_configs, sparse_csr
 from pipeline.graphnet.data import graph_tensors, layout_config_batch
 from pipeline.graphnet.layout_inputs import effective_configs, mismatch_features
 from pipeline.tpugraphs import layouts
@@ -19,7 +19,7 @@ def test_sparse_csr_adds_repeated_entries():
 
 
 def _codes(configs: torch.Tensor, graph) -> tuple[torch.Tensor, torch.Tensor]:
-    """Codes of the effective blocks and default flags, [configs, configurable * 3] (MismatchEdges' inputs)."""
+    """Codes of the effective blocks and default flags, [configs, configurable * 3]."""
     effective, is_default = effective_configs(configs, graph.default_blocks)     # [configs, configurable, 18]
     blocks = effective.reshape(configs.shape[0], -1, 6)                          # [configs, configurable * 3, 6]
     codes = (blocks * torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS)).sum(-1)
@@ -33,7 +33,7 @@ def test_mismatch_edges_equal_mismatch_features(make):
     configs = layout_config_batch(graph, np.arange(10))
     effective, is_default = effective_configs(configs, g.default_blocks)
     expected = mismatch_features(effective, is_default, g)                      # [configs, nodes, 4]
-    fast = MismatchEdges(g)(*_codes(configs, g))                                 # [nodes, configs, 4]
+    fast = MismatchEdges(g)(*(t.t() for t in _codes(configs, g)))                               # [nodes, configs, 4]
     assert expected[..., 0].sum() > 0                                            # some edges do mismatch
     torch.testing.assert_close(fast.transpose(0, 1), expected, rtol=1e-6, atol=1e-6)
     assert torch.equal(fast.transpose(0, 1)[..., ::2], expected[..., ::2])       # counts exactly
@@ -76,5 +76,14 @@ def test_config_inputs_node_states_equal_the_encoder(effective, mismatch):
     node_h = torch.randn(g.n_nodes, encoder.not_configurable.shape[0])
     with torch.no_grad():
         plain = encoder(node_h, g, configs)                                       # [configs, nodes, hidden]
-        fast = ConfigInputs(encoder, g, configs).node_states(node_h + encoder.not_configurable, slice(None))
+        inputs = ConfigInputs(encoder, g, configs)
+        fast = inputs.node_states(inputs.base(node_h), slice(None))
     torch.testing.assert_close(fast.transpose(0, 1), plain, rtol=1e-5, atol=1e-5 * float(plain.abs().max()))
+
+
+def test_repeat_configs_is_a_new_tensor_even_for_one_config():
+    rows = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    one, three = repeat_configs(rows, 1), repeat_configs(rows.unsqueeze(1), 3)
+    one += 10                                                                    # the caller's buffer, not rows
+    assert rows.tolist() == [[1, 2], [3, 4]] and one.tolist() == [[[11, 12]], [[13, 14]]]
+    assert three.shape == (2, 3, 2) and three[1].tolist() == [[3, 4]] * 3
