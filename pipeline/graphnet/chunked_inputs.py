@@ -74,16 +74,20 @@ class MismatchEdges:
                                (MISMATCH_FEATURES * n, len(producer)))          # [4 x nodes, kept edges]
         self.n_nodes = n
 
-    def __call__(self, codes: torch.Tensor, is_default: torch.Tensor) -> torch.Tensor:
-        """float32 [nodes, configs, 4] from the codes (`layouts.block_codes`) of the effective blocks int
-        [configurable * 3, configs] and their default flags bool [configurable * 3, configs]."""
-        n_configs = codes.shape[1]
+    def mismatched(self, codes: torch.Tensor, is_default: torch.Tensor) -> torch.Tensor:
+        """float32 [configs, kept edges], 1 where the edge mismatches, from the codes (`layouts.block_codes`) of
+        the effective blocks int [configurable * 3, configs] and their default flags bool [configurable * 3,
+        configs]."""
         hlo = self.hlo.unsqueeze(1).to(codes.dtype)                              # [kept edges, 1]
         produced = torch.where(self.produced_from.unsqueeze(1), codes.index_select(0, self.produced_at), hlo)
         fed = ~is_default.index_select(0, self.expected_at) & self.fed.unsqueeze(1)  # [kept edges, configs]
         expected = torch.where(fed, codes.index_select(0, self.expected_at), hlo)  # [kept edges, configs]
-        per_node = self.sums @ (produced != expected).float()                    # [4 x nodes, configs]
-        return per_node.view(MISMATCH_FEATURES, self.n_nodes, n_configs).permute(1, 2, 0).contiguous()  # [n, c, 4]
+        return (produced != expected).t().float()                                # [configs, kept edges]
+
+    def features(self, mismatched: torch.Tensor) -> torch.Tensor:
+        """The mismatch features [nodes, configs, 4] of `mismatched` [configs, kept edges] (some configs)."""
+        per_node = self.sums @ mismatched.t()                                    # [4 x nodes, configs]
+        return per_node.view(MISMATCH_FEATURES, self.n_nodes, -1).permute(1, 2, 0)  # [nodes, configs, 4]
 
 
 class ConfigInputs:
@@ -133,7 +137,7 @@ class ConfigInputs:
             self.no_correction = torch.tensor(n_rows + n_cfg * n_blocks)         # the zero row
         self.last_bias = last.bias - encoder.not_configurable                    # delta replaces the marker
         # the batch's block codes, default flags and mismatch features: int work in a few large operations
-        self.is_default, self.mismatch = None, None
+        self.is_default, self.mismatched = None, None
         if encoder.effective or encoder.copies is not None:
             weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, dtype=torch.float32)  # codes < 7 ** 6: exact
             blocks = configs.view(configs.shape[0], -1, MAX_DIMS)                # [configs, configurable * 3, 6]
@@ -143,7 +147,8 @@ class ConfigInputs:
             default_codes = (graph.default_blocks.to(torch.float32) @ weights).to(torch.int32).view(-1, 1)
             codes, is_default = codes.t().contiguous(), self.is_default.t()      # [configurable * 3, configs]
             codes = torch.where(is_default, default_codes, codes)                # of the effective blocks
-            self.mismatch = MismatchEdges(graph)(codes, is_default)              # [nodes, configs, 4]
+            self.edges = MismatchEdges(graph)
+            self.mismatched = self.edges.mismatched(codes, is_default)          # [configs, kept edges]
         self.copies = None if encoder.copies is None else encoder.copies.weight.t()  # [4, hidden]
 
     def base(self, node_h: torch.Tensor) -> torch.Tensor:
@@ -164,7 +169,7 @@ class ConfigInputs:
             index = torch.cat([index, torch.where(default, self.correction_at, self.no_correction)], dim=-1)
         h = F.embedding_bag(index.reshape(n_cfg * n_configs, -1), self.table, mode="sum")  # [cfg * configs, hidden]
         delta = F.linear(enc.proj[1](h), enc.proj[2].weight, self.last_bias)     # [configurable * configs, hidden]
-        mismatch = None if self.mismatch is None else self.mismatch[:, part].to(dtype)  # [nodes, configs, 4]
+        mismatch = None if self.mismatched is None else self.edges.features(self.mismatched[part]).to(dtype)
         return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch
 
     def node_states(self, base: torch.Tensor, part: slice) -> torch.Tensor:

@@ -33,7 +33,8 @@ def test_mismatch_edges_equal_mismatch_features(make):
     configs = layout_config_batch(graph, np.arange(10))
     effective, is_default = effective_configs(configs, g.default_blocks)
     expected = mismatch_features(effective, is_default, g)                      # [configs, nodes, 4]
-    fast = MismatchEdges(g)(*(t.t() for t in _codes(configs, g)))                               # [nodes, configs, 4]
+    edges = MismatchEdges(g)
+    fast = edges.features(edges.mismatched(*(t.t() for t in _codes(configs, g))))   # [nodes, configs, 4]
     assert expected[..., 0].sum() > 0                                            # some edges do mismatch
     torch.testing.assert_close(fast.transpose(0, 1), expected, rtol=1e-6, atol=1e-6)
     assert torch.equal(fast.transpose(0, 1)[..., ::2], expected[..., ::2])       # counts exactly
