@@ -1,5 +1,7 @@
 """GNN benchmark: training throughput and peak memory on a pruned vs an unpruned large layout graph, and the time to
-rank 1000 configurations of a test graph, measured side by side in one run.
+rank 1000 configurations of a test graph with the plain forward and the chunked CPU path, measured side by side in
+one run, on the wall clock (`--threads`) and on one thread's CPU time, each against the matmul rate measured the same
+way.
 
     .venv/bin/python -m benchmarks.bench_gnn [--nodes 24000] [--configs 16] [--threads 2] [gnn overrides...]
 
@@ -108,33 +110,68 @@ def train_case(args: tuple) -> dict:
 
 def _infer_case(args: tuple) -> dict:
     """Rank every config of the graph with the plain forward and with the chunked CPU path (gnn.infer_chunk_mb),
-    side by side in one process, `repeats` times each (alternating); best time of each, and their agreement."""
+    side by side in one process, `repeats` times each (alternating): on the wall clock with `threads` threads, then
+    on this process's CPU time (`time.process_time`) with one thread, which other jobs on a shared machine disturb
+    much less. Best time of each; the dense matmul rate measured the same two ways; the two paths' agreement."""
+    from benchmarks.bench_scale import flops_per_config, matmul_gflops   # (bench_scale imports this module)
     graph, gnn, threads, repeats = args
-    torch.set_num_threads(threads)
+    load = os.getloadavg()[0]
     torch.manual_seed(0)
     model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH)).eval()
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so rankings mean something
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    seconds, scores = {"plain": [], "chunked": []}, {}
-    for _ in range(repeats):
-        for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
-            model.infer_chunk_mb = chunk_mb
-            tic = time.perf_counter()
-            scores[name] = predict_graph(model, "layout", graph, InferSettings.from_cfg(gnn),
-                                         np.random.default_rng(0), torch.device("cpu"), None)
-            seconds[name].append(time.perf_counter() - tic)
+    out, scores = {}, {}
+    for clock, n_threads in (("wall", threads), ("cpu", 1)):
+        torch.set_num_threads(n_threads)
+        timer = time.perf_counter if clock == "wall" else time.process_time
+        seconds = {"plain": [], "chunked": []}
+        for _ in range(repeats):
+            for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
+                model.infer_chunk_mb = chunk_mb
+                tic = timer()
+                scores[name] = predict_graph(model, "layout", graph, InferSettings.from_cfg(gnn),
+                                             np.random.default_rng(0), torch.device("cpu"), None)
+                seconds[name].append(timer() - tic)
+        out[clock] = {"threads": n_threads, "plain": min(seconds["plain"]), "chunked": min(seconds["chunked"]),
+                      "matmul_gflops": matmul_gflops(torch.device("cpu"), clock=timer)}
     plain, chunked = scores["plain"], scores["chunked"]
-    from benchmarks.bench_scale import flops_per_config, matmul_gflops   # (bench_scale imports this module)
     configs = config_batch("layout", graph, np.arange(8))
-    flops = flops_per_config(model, graph_tensors(graph), configs)
-    bound = matmul_gflops(torch.device("cpu"))
-    return {"seconds": min(seconds["plain"]), "chunked_seconds": min(seconds["chunked"]), "configs": len(plain),
+    tolerance = TIE_TOLERANCE * float(np.abs(plain).max())
+    return {**out, "configs": len(plain), "flops_per_config": flops_per_config(model, graph_tensors(graph), configs),
             "max_rel_diff": float(np.abs(chunked - plain).max() / np.abs(plain).max()),
             "same_ranking": bool(np.array_equal(np.argsort(plain, kind="stable"), np.argsort(chunked, kind="stable"))),
-            "tau": ranking_agreement(plain, chunked), "flops_per_config": flops, "matmul_gflops": bound,
-            "tie_tolerance": TIE_TOLERANCE * float(np.abs(plain).max()),
-            "swapped_beyond_ties": swapped_pairs(plain, chunked, TIE_TOLERANCE * float(np.abs(plain).max()))}
+            "tau": ranking_agreement(plain, chunked), "tie_tolerance": tolerance,
+            "swapped_beyond_ties": swapped_pairs(plain, chunked, tolerance),
+            "load": (load, os.getloadavg()[0])}
+
+
+def infer_lines(infer: dict, gnn, repeats: int) -> list[str]:
+    """The inference paragraph and table of the results: wall clock and one-thread CPU time, each against the matmul
+    bound measured the same way in the same run."""
+    evals = infer["configs"] * int(gnn.tta)
+    flops = infer["flops_per_config"]
+    wall, cpu = infer["wall"], infer["cpu"]
+    lines = ["", f"Inference: ranking all {infer['configs']} configs of the pruned graph with gnn.tta={gnn.tta}, "
+             f"gnn.infer_batch={gnn.infer_batch} (weights perturbed from the initialisation), plain forward vs the "
+             f"chunked CPU path (gnn.infer_chunk_mb={gnn.infer_chunk_mb}), best of {repeats} alternating runs each: "
+             f"wall clock on {wall['threads']} threads, then CPU time of the process (`time.process_time`) on one "
+             f"thread. Load average {infer['load'][0]:.1f} when the runs started, {infer['load'][1]:.1f} when they "
+             f"ended. Matmul bound: {flops / 1e6:.1f} MFLOP of matmuls per config evaluation (flop counter, plain "
+             f"forward) against the dense fp32 matmul rate measured the same way in the same process "
+             f"({wall['matmul_gflops']:.1f} GFLOP/s wall clock on {wall['threads']} threads, "
+             f"{cpu['matmul_gflops']:.1f} GFLOP/s per CPU second on one thread).", "",
+             "| measure | plain (s) | chunked (s) | chunked / plain | plain / bound | chunked / bound |",
+             "|---|---|---|---|---|---|"]
+    for label, r in ((f"wall clock, {wall['threads']} threads", wall), ("CPU time, 1 thread", cpu)):
+        bound = [evals * flops / r[name] / 1e9 / r["matmul_gflops"] for name in ("plain", "chunked")]
+        lines.append(f"| {label} | {r['plain']:.2f} | {r['chunked']:.2f} | **{r['plain'] / r['chunked']:.2f}x** | "
+                     f"{bound[0]:.3f} | {bound[1]:.3f} |")
+    lines += ["", f"Agreement: max relative difference of the scores {infer['max_rel_diff']:.1e}; identical ranking: "
+              f"{infer['same_ranking']}, Kendall tau between the two rankings {infer['tau']:.6f}; pairs swapped whose "
+              f"plain scores differ by more than {infer['tie_tolerance']:.1e} ({TIE_TOLERANCE:g} of the largest "
+              f"score): **{infer['swapped_beyond_ties']}** (float rounding only swaps near-ties)."]
+    return lines
 
 
 def swapped_pairs(a: np.ndarray, b: np.ndarray, tolerance: float) -> int:
@@ -164,8 +201,9 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", type=int, default=16, help="configs sampled per training step")
     parser.add_argument("--steps", type=int, default=3, help="timed training steps per case (after 1 warm-up)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--infer-repeats", type=int, default=2, help="inference runs of each path (best is kept)")
-    parser.add_argument("--skip-train", action="store_true", help="inference only")
+    parser.add_argument("--infer-repeats", type=int, default=2,
+                        help="inference runs of each path and clock (best is kept)")
+    parser.add_argument("--skip-train", action="store_true", help="inference only (printed, no results file)")
     args = parser.parse_args(rest)
     cfg = compose(overrides)
     gnn, hops = cfg.gnn, bench_hops(cfg.prune)
@@ -174,6 +212,7 @@ def main(argv=None) -> None:
     rows = {}
     infer = run_isolated(_infer_case, (pruned, gnn, args.threads, args.infer_repeats))
     print("inference", infer, flush=True)
+    print("\n".join(infer_lines(infer, gnn, args.infer_repeats)), flush=True)
     if args.skip_train:
         return
     for name, graph in (("pruned", pruned), ("unpruned", whole)):
@@ -196,22 +235,7 @@ def main(argv=None) -> None:
     lines.append(f"| pruned / unpruned | {p['nodes'] / u['nodes']:.3f} | {p['edges'] / u['edges']:.3f} | "
                  f"{p['step_s'] / u['step_s']:.3f} | {p['configs_per_s'] / u['configs_per_s']:.1f}x | "
                  f"{p['peak_mb'] / max(u['peak_mb'], 1e-9):.3f} |")
-    evals = infer["configs"] * int(gnn.tta)
-    lines += ["", f"Inference: ranking all {infer['configs']} configs of the pruned graph with gnn.tta={gnn.tta}, "
-              f"gnn.infer_batch={gnn.infer_batch} (weights perturbed from the initialisation), best of "
-              f"{args.infer_repeats} alternating runs on a shared machine: plain forward {infer['seconds']:.2f} s "
-              f"({evals / infer['seconds']:.0f} config evaluations / s); chunked CPU path "
-              f"(gnn.infer_chunk_mb={gnn.infer_chunk_mb}) {infer['chunked_seconds']:.2f} s "
-              f"({evals / infer['chunked_seconds']:.0f} / s), **{infer['seconds'] / infer['chunked_seconds']:.1f}x**; "
-              f"max relative difference of the scores {infer['max_rel_diff']:.1e}; identical ranking: "
-              f"{infer['same_ranking']}, Kendall tau between the two rankings {infer['tau']:.6f}; pairs swapped whose plain "
-              f"scores differ by more than {infer['tie_tolerance']:.1e} ({TIE_TOLERANCE:g} of the largest score): "
-              f"**{infer['swapped_beyond_ties']}** (float rounding only swaps near-ties). Against the matmul bound: "
-              f"{infer['flops_per_config'] / 1e6:.1f} MFLOP of matmuls per config evaluation (flop counter, plain "
-              f"forward), dense fp32 matmul rate {infer['matmul_gflops']:.1f} GFLOP/s in the same process: plain "
-              f"{evals / infer['seconds'] * infer['flops_per_config'] / 1e9 / infer['matmul_gflops']:.3f}, chunked "
-              f"{evals / infer['chunked_seconds'] * infer['flops_per_config'] / 1e9 / infer['matmul_gflops']:.3f} "
-              f"of the bound."]
+    lines += infer_lines(infer, gnn, args.infer_repeats)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
