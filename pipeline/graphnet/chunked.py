@@ -7,17 +7,21 @@ size, so the plain CPU forward runs far below the matmul rate. Here the batch is
 (`gnn.infer_chunk_mb` of node states each, `chunk_configs`), kept node-major (`[nodes, chunk, hidden]`) so that
 message passing is one sparse-dense product per direction (`adjacency`), and fused where the algebra allows:
 
-- the config encoder's per-graph work once (`ConfigInputs`: layout values through one `embedding_bag`, dimension
-  features from one per-graph table), a chunk's config inputs built where the first block reads them;
-- instance norm as two sums and one multiply, its bias passed through the conv as a per-node bias;
+- the config encoder's per-graph work once per batch (`chunked_inputs.ConfigInputs`: the first layer as one
+  `embedding_bag` over a per-graph table, the mismatch features from the config-dependent edges only), a chunk's
+  inputs built where the first block reads them;
+- instance norm as two sums and one multiply, its bias passed through the conv as a per-node bias that the conv's
+  output starts from; the conv transforms, then aggregates, each sparse product accumulating into that output;
 - the per-node config mixer needs statistics over ALL configs of the batch. ConfigCenter is linear, so each block
   is one pass over the chunks: (W_self + W_diff) h is accumulated onto the residual, and the per-node part
   b_self - W_diff mean_configs(h) is added by the next pass as it reads each chunk. ConfigGate (its softmax max and
   normaliser) needs a second pass over the block's outputs;
 - SharedDropout is the identity at inference (the module must be in eval mode).
 
-Everything else (node encoder, heads, readout) is the model's own modules, so results equal the plain forward within
-float rounding (tests/graphnet/test_graphnet_chunked.py). Gradients are not supported: callers use it under
+- the per-node head's last layer is linear, so its input is summed over the nodes first.
+
+Everything else (node encoder, readout) is the model's own modules, so results equal the plain forward within
+float rounding (tests/graphnet/test_graphnet_chunked.py, test_graphnet_chunked_inputs.py). Gradients are not supported: callers use it under
 `torch.no_grad()` only.
 """
 from __future__ import annotations
