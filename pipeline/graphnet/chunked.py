@@ -16,13 +16,12 @@ message passing is one sparse-dense product per direction (`adjacency`), and fus
   is one pass over the chunks: (W_self + W_diff) h is accumulated onto the residual, and the per-node part
   b_self - W_diff mean_configs(h) is added by the next pass as it reads each chunk. ConfigGate (its softmax max and
   normaliser) needs a second pass over the block's outputs;
+- the per-node head's last layer is linear, so its input is summed over the nodes first;
 - SharedDropout is the identity at inference (the module must be in eval mode).
 
-- the per-node head's last layer is linear, so its input is summed over the nodes first.
-
 Everything else (node encoder, readout) is the model's own modules, so results equal the plain forward within
-float rounding (tests/graphnet/test_graphnet_chunked.py, test_graphnet_chunked_inputs.py). Gradients are not supported: callers use it under
-`torch.no_grad()` only.
+float rounding (tests/graphnet/test_graphnet_chunked.py, test_graphnet_chunked_inputs.py). Gradients are not
+supported: callers use it under `torch.no_grad()` only.
 """
 from __future__ import annotations
 

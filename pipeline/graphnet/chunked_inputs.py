@@ -40,7 +40,7 @@ def repeat_configs(rows: torch.Tensor, n_configs: int) -> torch.Tensor:
     """A new tensor [nodes, n_configs, dim] holding rows [nodes, dim] (or [nodes, 1, dim]) for every config (never a
     view of `rows`, even for one config: callers write into it)."""
     out = rows.new_empty(rows.shape[0], n_configs, rows.shape[-1])              # [nodes, configs, dim]
-    return out.copy_(rows.view(rows.shape[0], 1, -1))
+    return out.copy_(rows.view(rows.shape[0], 1, -1))                          # [nodes, 1, dim] broadcast
 
 
 class MismatchEdges:
@@ -107,17 +107,18 @@ class ConfigInputs:
     @torch.no_grad()
     def __init__(self, encoder: nn.Module, graph: GraphTensors, configs: torch.Tensor):
         self.encoder, self.graph, self.configs = encoder, graph, configs
-        first, last = encoder.proj[0], encoder.proj[2]                           # Linear(width, hidden), (hidden, hidden)
+        first, last = encoder.proj[0], encoder.proj[2]                           # the two Linear layers
         hidden, value_dim = first.out_features, encoder.value.embedding_dim
         n_cfg, n_blocks, n_values = len(graph.node_config_ids), len(LAYOUT_BLOCKS), NODE_CONFIG_FEAT_DIM * value_dim
         slots = first.weight[:, :n_values].reshape(hidden, NODE_CONFIG_FEAT_DIM, value_dim)  # [hidden, 18, dim]
         values = torch.einsum("hsd,vd->svh", slots, encoder.value.weight)        # [18, 7, hidden]
         width = n_blocks * DIM_FEATURES_PER_BLOCK
-        w_dims = first.weight[:, n_values:n_values + width].t().reshape(n_blocks, DIM_FEATURES_PER_BLOCK, hidden)
+        w_dims = first.weight[:, n_values:n_values + width].t()                 # [24, hidden]
+        w_dims = w_dims.reshape(n_blocks, DIM_FEATURES_PER_BLOCK, hidden)       # [3, 8, hidden]
         n_rows = n_cfg * NODE_CONFIG_FEAT_DIM * LAYOUT_VALUES                   # one per (node, slot, value)
         extra = n_cfg * n_blocks + 1 if encoder.effective else 0                 # corrections, a zero row
         self.table = torch.empty(n_rows + extra, hidden)                         # [rows, hidden]
-        table = self.table[:n_rows].view(n_cfg, n_blocks, MAX_DIMS, LAYOUT_VALUES, hidden)
+        table = self.table[:n_rows].view(n_cfg, n_blocks, MAX_DIMS, LAYOUT_VALUES, hidden)  # [cfg, 3, 6, 7, hidden]
         # per configurable node, block and value (+1; 0 = -1, no dim): the size of the dim it names
         sizes = F.pad(graph.operand_dims.float(), (1, 0))[:, :, None, :, None]  # [cfg, 3, 1, 7, 1]
         torch.addcmul(values.view(n_blocks, MAX_DIMS, LAYOUT_VALUES, hidden), torch.log1p(sizes),
@@ -126,25 +127,26 @@ class ConfigInputs:
         table[:, :, 1:2].addcmul_(sizes % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR,
                                   w_dims[:, MAX_DIMS + 1:, None])
         table[:, 0, 0] += first.bias                                             # once per row: in slot 0
-        self.index_base = torch.arange(n_cfg * NODE_CONFIG_FEAT_DIM).view(n_cfg, 1, -1) * LAYOUT_VALUES
+        self.index_base = torch.arange(n_cfg * NODE_CONFIG_FEAT_DIM).view(n_cfg, 1, -1) * LAYOUT_VALUES  # [cfg, 1, 18]
         if encoder.effective:
             chosen = table.gather(3, graph.default_blocks[..., None, None].expand(-1, -1, -1, 1, hidden))
             correction = self.table[n_rows:-1].view(n_cfg, n_blocks, hidden)     # [cfg, 3, hidden]
             torch.sum(chosen.squeeze(3) - table[:, :, :, 0], dim=2, out=correction)
             correction += first.weight[:, n_values + width:].t()                 # the default flags
             self.table[-1] = 0
-            self.correction_at = n_rows + torch.arange(n_cfg * n_blocks).view(n_cfg, 1, n_blocks)
+            self.correction_at = n_rows + torch.arange(n_cfg * n_blocks).view(n_cfg, 1, n_blocks)  # [cfg, 1, 3]
             self.no_correction = torch.tensor(n_rows + n_cfg * n_blocks)         # the zero row
         self.last_bias = last.bias - encoder.not_configurable                    # delta replaces the marker
         # the batch's block codes, default flags and mismatch features: int work in a few large operations
         self.is_default, self.mismatched = None, None
         if encoder.effective or encoder.copies is not None:
             weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, dtype=torch.float32)  # codes < 7 ** 6: exact
-            blocks = configs.view(configs.shape[0], -1, MAX_DIMS)                # [configs, configurable * 3, 6]
+            blocks = configs.reshape(configs.shape[0], -1, MAX_DIMS)             # [configs, configurable * 3, 6]
             codes = (blocks.to(torch.float32) @ weights).to(torch.int32)         # [configs, configurable * 3]
             self.is_default = codes == 0                                         # all six values -1
         if encoder.copies is not None:
-            default_codes = (graph.default_blocks.to(torch.float32) @ weights).to(torch.int32).view(-1, 1)
+            default_codes = (graph.default_blocks.to(torch.float32) @ weights).to(torch.int32)  # [cfg, 3]
+            default_codes = default_codes.view(-1, 1)                            # [cfg * 3, 1]
             codes, is_default = codes.t().contiguous(), self.is_default.t()      # [configurable * 3, configs]
             codes = torch.where(is_default, default_codes, codes)                # of the effective blocks
             self.edges = MismatchEdges(graph)
@@ -170,7 +172,7 @@ class ConfigInputs:
         h = F.embedding_bag(index.reshape(n_cfg * n_configs, -1), self.table, mode="sum")  # [cfg * configs, hidden]
         delta = F.linear(enc.proj[1](h), enc.proj[2].weight, self.last_bias)     # [configurable * configs, hidden]
         mismatch = None if self.mismatched is None else self.edges.features(self.mismatched[part]).to(dtype)
-        return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch
+        return delta.view(n_cfg, n_configs, -1).to(dtype), mismatch             # [cfg, configs, hidden]
 
     def node_states(self, base: torch.Tensor, part: slice) -> torch.Tensor:
         """`LayoutConfigEncoder.forward` of configs[part] node-major: [nodes, configs, hidden], from `base`
@@ -178,5 +180,6 @@ class ConfigInputs:
         delta, mismatch = self.parts(part, base.dtype)
         x = repeat_configs(base, delta.shape[1])                                # [nodes, configs, hidden]
         if mismatch is not None:
-            x.view(-1, x.shape[-1]).addmm_(mismatch.reshape(-1, MISMATCH_FEATURES), self.copies)
+            rows = mismatch.reshape(-1, MISMATCH_FEATURES)                       # [nodes * configs, 4]
+            x.view(-1, x.shape[-1]).addmm_(rows, self.copies)                    # [nodes * configs, hidden]
         return x.index_add_(0, self.graph.node_config_ids, delta)

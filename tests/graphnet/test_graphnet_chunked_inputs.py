@@ -26,7 +26,8 @@ def _codes(configs: torch.Tensor, graph) -> tuple[torch.Tensor, torch.Tensor]:
     return codes, is_default.reshape(configs.shape[0], -1)
 
 
-@pytest.mark.parametrize("make", [lambda: long_graph(n_nodes=40, n_configs=10), lambda: make_layout_graph(n_configs=10)])
+@pytest.mark.parametrize("make", [lambda: long_graph(n_nodes=40, n_configs=10),
+                                  lambda: make_layout_graph(n_configs=10)])
 def test_mismatch_edges_equal_mismatch_features(make):
     graph = make()
     g = graph_tensors(graph)
