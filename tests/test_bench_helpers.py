@@ -1,10 +1,12 @@
-"""Hand-checked helpers of the benchmarks: ties in ranking comparisons (bench_gnn) and the split copies that stage
-prune needs (bench_scale)."""
+"""Hand-checked helpers of the benchmarks: ties in ranking comparisons and the inference table against the matmul
+bound (bench_gnn), and the split copies that stage prune needs (bench_scale)."""
 from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.bench_gnn import swapped_pairs
+from omegaconf import OmegaConf
+
+from benchmarks.bench_gnn import infer_lines, swapped_pairs
 from benchmarks.bench_scale import share_with_every_split
 from pipeline.tpugraphs.schema import SPLITS
 
@@ -15,6 +17,18 @@ def test_swapped_pairs_ignores_ties_within_the_tolerance():
     assert swapped_pairs(a, b, tolerance=1e-3) == 0
     assert swapped_pairs(a, b, tolerance=1e-4) == 1
     assert swapped_pairs(a, a[::-1].copy(), tolerance=0.0) == 6   # reversed: all 4 * 3 / 2 pairs
+
+
+def test_infer_lines_put_both_clocks_against_their_own_bound():
+    # 10 configs x tta 2 = 20 evaluations of 1 GFLOP: 20 GFLOP; wall: 10 GFLOP/s bound, plain 10 s (2 GFLOP/s = 0.2
+    # of it), chunked 2 s (1.0); CPU: 20 GFLOP/s bound, plain 4 s (0.25), chunked 2 s (0.5)
+    infer = {"configs": 10, "flops_per_config": 1e9, "load": (1.0, 2.0), "max_rel_diff": 1e-7, "same_ranking": True,
+             "tau": 1.0, "tie_tolerance": 1e-5, "swapped_beyond_ties": 0,
+             "wall": {"threads": 2, "plain": 10.0, "chunked": 2.0, "matmul_gflops": 10.0},
+             "cpu": {"threads": 1, "plain": 4.0, "chunked": 2.0, "matmul_gflops": 20.0}}
+    lines = infer_lines(infer, OmegaConf.create({"tta": 2, "infer_batch": 8, "infer_chunk_mb": 2}), repeats=2)
+    assert "| wall clock, 2 threads | 10.00 | 2.00 | **5.00x** | 0.200 | 1.000 |" in lines
+    assert "| CPU time, 1 thread | 4.00 | 2.00 | **2.00x** | 0.250 | 0.500 |" in lines
 
 
 def test_share_with_every_split_links_the_graph_under_unique_names(tmp_path):
