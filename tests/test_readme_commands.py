@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from pathlib import Path
 
@@ -250,7 +251,10 @@ def test_readme_commands_run_as_written(clone):
     for (fragment, check, is_heavy), command in zip(STEPS, STEPS_RUN):
         if is_heavy and not heavy:
             continue
+        start = time.perf_counter()
         out = run(command)
+        print(f"README step {time.perf_counter() - start:8.1f} s  {'HEAVY' if is_heavy else 'light'}  "
+              f"{command.splitlines()[0][:100]}", flush=True)   # per-step seconds, shown with `pytest -s`
         if check is not None:
             assert check(out, dest), f"{command}\nran, but its result is not what the README says:\n{out[-3000:]}"
         if fragment.startswith("cp conf/local"):
