@@ -58,6 +58,11 @@ ROOT = Path(__file__).resolve().parent.parent
     ("gnn=kagle", "setting gnn='kagle': expected one of the presets ['default', 'gst', 'kaggle'] (conf/gnn/*.yaml); "
                   "did you mean gnn=kaggle?"),
     ("data=tpugraphs data.root=null", "setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"),
+    ("data=tpugraphs data.synthesized_by=[programs]",
+     "setting data.synthesized_by=['programs']: expected [] for data.kind=tpugraphs (dvc.yaml runs stage synthesize "
+     "once per entry)"),
+    ("data.synthesized_by=[]", "setting data.synthesized_by=[]: expected ['programs'] for data.kind=synthetic"),
+    ("data.generator.builder=templates", "setting data.synthesized_by=['programs']: expected ['templates'] for"),
     ("gnn.lr=[", "setting overrides=['gnn.lr=[']: expected overrides Hydra accepts"),
 ])
 def test_bad_settings_are_named_in_one_line(override, message):
