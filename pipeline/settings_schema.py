@@ -39,6 +39,7 @@ LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm.OB
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
+SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize.BUILDERS
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -66,7 +67,7 @@ SCHEMA = Group({
         "root": Optional(PATH),
         "collections": List(Str(COLLECTION_NAMES), min_len=1),
         "generator": AnyMapping(nullable=True),
-        "synthesized_by": List(Str(("programs", "templates"))),   # dvc.yaml: synthesize@<builder>, once or not
+        "synthesized_by": List(Str(SYNTH_BUILDERS)),   # dvc.yaml: synthesize@<builder>, once or not at all
     }),
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),

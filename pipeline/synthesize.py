@@ -25,6 +25,8 @@ from pipeline.synth.dataset import Settings, synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
+PROGRAMS, TEMPLATES = "programs", "templates"
+BUILDERS = (PROGRAMS, TEMPLATES)          # data.generator.builder
 
 
 def not_generated(cfg: DictConfig) -> str:
@@ -40,13 +42,13 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
     if cfg.data.kind != "synthetic":
         raise ValueError(not_generated(cfg))
     builder = cfg.data.generator.builder
-    if builder == "programs":
+    if builder == PROGRAMS:
         settings = programs.ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
         return programs.build(settings, list(cfg.data.collections), out, progress=progress)
-    if builder == "templates":
+    if builder == TEMPLATES:
         return synthesize(Settings.from_cfg(cfg.data.generator, cfg.synthesize), list(cfg.data.collections), out,
                           progress=progress)
-    raise ValueError(f"data.generator.builder: expected 'programs' or 'templates', got {builder!r}")
+    raise ValueError(f"data.generator.builder: expected one of {list(BUILDERS)}, got {builder!r}")
 
 
 def format_stats(summary: dict) -> str:

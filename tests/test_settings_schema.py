@@ -147,6 +147,10 @@ def test_choices_match_the_modules_that_use_them():
 
     assert (PRUNE_WHOLE_GRAPH, PRUNE_DEDUP_MODES, LGBM_NODE_STATS, LGBM_FEATURE_GROUPS) == (
         WHOLE_GRAPH, DEDUP_MODES, tuple(NODE_STATS), tuple(ALL_GROUPS))
+    from pipeline.settings_schema import SYNTH_BUILDERS
+    from pipeline.synthesize import BUILDERS
+
+    assert SYNTH_BUILDERS == BUILDERS
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
     from pipeline.graphnet.schedule import SCHEDULES
     from pipeline.settings_schema import GNN_SCHEDULES
