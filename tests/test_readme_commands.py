@@ -13,8 +13,12 @@ links the installed interpreter and tools, with a `pip` that checks every `==` p
 what is installed), the user's own files (`train.py`, `path/to/graph.npz`, `path/to/folder/`).
 
 The commands that re-run the pipeline (marked HEAVY below: a recomputing `dvc repro`, each `dvc exp run`) run only
-with README_HEAVY=1 (`README_HEAVY=1 python -m pytest -q tests/test_readme_commands.py`): together they take far
-longer than CI's budget on 2 cores. CI runs every other command.
+with README_HEAVY=1 (`README_HEAVY=1 OMP_WAIT_POLICY=PASSIVE python -m pytest -q -s tests/test_readme_commands.py`;
+`-s` prints each step's seconds): together they took 2227.5 s (37 min; light steps 100.5 s, the repo fixture
+544.7 s) on the shared 2-core machine, far beyond CI's budget. CI runs every other command.
+The real-data block's `dvc exp run -S data=tpugraphs` checks out that experiment's outputs, which do not include
+data/synthetic (no stage tracks it there), so it leaves the workspace like a `git checkout` would: the dataset
+stays in DVC's cache and `dvc checkout` on a built-in preset's params.yaml/dvc.lock brings it back.
 """
 from __future__ import annotations
 
@@ -282,8 +286,6 @@ def test_readme_commands_run_as_written(clone):
         if fragment.startswith("cp conf/local"):
             (dest / "conf" / "local" / "default.yaml").write_text(LOCAL)   # back to this machine's settings
     print(f"README steps: heavy {seconds[HEAVY]:.1f} s, light {seconds[LIGHT]:.1f} s")
-    if heavy:                                   # the real-data block's `dvc repro` left the built-in dataset too
-        assert graph_ids(dest / "data" / "synthetic" / "npz" / "tile" / "xla" / "train")
     submitted = (standins / "submitted.txt").read_text()
     assert submitted == 'predict-ai-model-runtime submissions/submission.csv tpugraphs-pipeline\n'
     assert (dest / "data" / "tpugraphs" / "npz_all" / "npz" / "tile" / "xla" / "train").is_dir()
