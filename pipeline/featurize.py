@@ -148,8 +148,8 @@ def _swap_in(staged: Path, final: Path) -> None:
 def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> int:
     """Hard-link (copy across file systems) `root`'s train and valid files of each collection into out/npz.
 
-    Links are plain files: they survive the source folder being rewritten or removed (e.g. the synthesize stage
-    replacing data/synthetic) and DVC hashes them like any file. Returns the number of files linked.
+    Links are plain files: they survive the source folder being rewritten or removed (e.g. `dvc repro synthesize`
+    rebuilding data/synthetic) and DVC hashes them like any file. Returns the number of files linked.
     """
     source, linked = npz_root(root), 0
     for collection in collections:

@@ -277,18 +277,26 @@ def importance_table(booster) -> pd.DataFrame:
     return table.sort_values(["gain", "feature"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
+def plotted_importance(table: pd.DataFrame, top: int) -> tuple[pd.DataFrame, int]:
+    """The at most `top` features of `table` (most important first) that have gain > 0, and how many have none."""
+    used = table[table["gain"] > 0]
+    return used.head(top), len(table) - len(used)
+
+
 def write_importance(table: pd.DataFrame, csv_path: Path, png_path: Path, top: int, title: str) -> None:
-    """Write the importance CSV and a bar plot of the `top` features by gain (both atomically)."""
+    """Write the importance CSV (every feature) and a bar plot of the `top` features by gain, leaving out the
+    features with zero gain (the title says how many); both atomically."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     write_csv(table, csv_path)
-    shown = table.head(top).iloc[::-1]
+    shown, unused = plotted_importance(table, top)
+    shown = shown.iloc[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.25 * len(shown) + 1.2))
     ax.barh(shown["feature"], shown["gain"])
     ax.set_xlabel("total gain")
-    ax.set_title(title)
+    ax.set_title(f"{title}\n({unused} of {len(table)} features with zero gain not shown)" if unused else title)
     fig.tight_layout()
     with atomic_path(png_path) as tmp:
         fig.savefig(tmp, format="png", dpi=100)
@@ -342,7 +350,7 @@ def run(cfg: DictConfig, collection) -> dict:
         wandb_run.summary.update({**extra, **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS
                                               if s in result}})
         tracking.log_table(wandb_run, "per_graph", pd.DataFrame(result["per_graph"]))
-        tracking.log_table(wandb_run, "importance", importance.head(int(lgbm.importance_top)))
+        tracking.log_table(wandb_run, "importance", plotted_importance(importance, int(lgbm.importance_top))[0])
         tracking.log_image(wandb_run, "importance_plot", plots / "importance.png")
     return result
 

@@ -239,9 +239,10 @@ def rank_scatter_points(plots_dir: str | Path, slugs: Sequence[str], model: str 
 
 
 def gnn_curves(plots_dir: str | Path, slugs: Sequence[str]) -> Found:
-    """GNN training curves: collection, epoch, loss, valid_score, ... (gnn's curve.csv)."""
+    """GNN training curves: collection, seed, epoch, loss, valid_score, ... (gnn's curve.csv: one curve per
+    member seed of `gnn.seeds`, so a collection's curve is its rows of one seed)."""
     return _per_collection({s: Path(plots_dir) / GNN_CURVE[0] / s / GNN_CURVE[1] for s in slugs},
-                           ["epoch", "loss", "valid_score"])
+                           ["seed", "epoch", "loss", "valid_score"])
 
 
 def lgbm_importance(plots_dir: str | Path, slugs: Sequence[str], top_k: int) -> Found:

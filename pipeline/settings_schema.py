@@ -39,6 +39,7 @@ LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm.OB
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
+SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize.BUILDERS
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -66,6 +67,7 @@ SCHEMA = Group({
         "root": Optional(PATH),
         "collections": List(Str(COLLECTION_NAMES), min_len=1),
         "generator": AnyMapping(nullable=True),
+        "synthesized_by": List(Str(SYNTH_BUILDERS)),   # dvc.yaml: synthesize@<builder>, once or not at all
     }),
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
@@ -192,6 +194,18 @@ def validate(cfg: Mapping) -> None:
                             f"a divisor of 2 * gnn.hidden = {pooled} (cross_attention is on)")
     if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
+    check_synthesized_by(cfg["data"])
+
+
+def check_synthesized_by(data: Mapping) -> None:
+    """`data.synthesized_by` is what dvc.yaml's synthesize stage runs for (foreach): [data.generator.builder] for
+    generated data, [] for real data, whose pipeline has no synthesize stage (so `dvc repro` never replaces the
+    built-in dataset a user's own root links its train splits from)."""
+    generator = data["generator"] if isinstance(data["generator"], Mapping) else {}
+    expected = [generator.get("builder")] if data["kind"] == "synthetic" else []
+    if list(data["synthesized_by"]) != expected:
+        raise SettingsError("data.synthesized_by", data["synthesized_by"],
+                            f"{expected} for data.kind={data['kind']} (dvc.yaml runs stage synthesize once per entry)")
 
 
 def spec_at(dotted: str):

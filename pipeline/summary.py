@@ -14,9 +14,10 @@ A split a metrics file lacks (the real test split has no truth) is left out of t
 It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
 `<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
 model-vs-model comparison), `<plots_dir>/summary/ranks/<slug>.csv` (model, graph_id, true_rank, predicted_rank)
-and `<plots_dir>/summary/gnn_curves.csv` (collection, epoch, loss, valid_score), read from the model stages' plots
-(a missing one is a one-line error naming it), and `summary.page_template`, the HTML page DVC fills with the charts,
-with Vega inlined so it renders offline (pipeline/plots_page.py).
+and `<plots_dir>/summary/gnn_curves.csv` (collection, seed, epoch, loss, valid_score: one line per collection and
+member seed), read from the model stages' plots (a missing one is a one-line error naming it), and
+`summary.page_template`, the HTML page DVC fills with the charts, with Vega inlined so it renders offline
+(pipeline/plots_page.py).
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def review_tables(plots_dir: str | Path, models: Sequence[str], slugs: Sequence[
                                                 ["model", "graph_id", "true_rank", "predicted_rank"]]
     if "gnn" in stages:
         curves = found(reports.gnn_curves(plots_dir, slugs), "gnn curve")
-        tables["gnn_curves.csv"] = curves[["collection", "epoch", "loss", "valid_score"]]
+        tables["gnn_curves.csv"] = curves[["collection", "seed", "epoch", "loss", "valid_score"]]
     return tables
 
 

@@ -3,10 +3,12 @@
 `data.generator.builder` picks how: `programs` (the default presets) lowers the JAX program zoo (`pipeline.zoo`)
 and costs it with the TPU cost model (`pipeline.synth.programs`); `templates` draws template graphs at real
 sizes (`pipeline.synth.dataset`, only for memory benchmarks: data=synthetic_full).
-`python -m pipeline.synthesize [overrides] [--stats]`. With data.kind == "tpugraphs" nothing is generated: the
-folder gets only a stats.json saying so (the pipeline then reads data.root). `--stats` only reads: it prints the
-graphs, nodes, edges, configs and ceilings per collection and split from the stats.json of the dataset already in
-paths.synthetic_dir, and writes nothing (the dataset is a DVC output).
+`python -m pipeline.synthesize [overrides] [--stats]`. Real data (data.kind == "tpugraphs") has no synthesize
+stage (dvc.yaml runs it once per `data.synthesized_by`, [] there): generating is refused in one line and
+paths.synthetic_dir is never touched, so the built-in dataset a user's own root links its train and valid splits
+from (`python -m pipeline.featurize --train-from`) survives `dvc repro` on that root. `--stats` only reads: it
+prints the graphs, nodes, edges, configs and ceilings per collection and split from the stats.json of the dataset
+already in paths.synthetic_dir, and writes nothing (the dataset is a DVC output).
 """
 from __future__ import annotations
 
@@ -16,33 +18,37 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from pipeline.files import atomic_path, read_json
+from pipeline.files import read_json
 from pipeline.config import stage_args
-from pipeline.synth import writer
 from pipeline.synth import programs
 from pipeline.synth.dataset import Settings, synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
+PROGRAMS, TEMPLATES = "programs", "templates"
+BUILDERS = (PROGRAMS, TEMPLATES)          # data.generator.builder
+
+
+def not_generated(cfg: DictConfig) -> str:
+    """Why real data (data.kind != synthetic) has nothing to synthesize, and what to run instead."""
+    return (f"data.kind={cfg.data.kind}: nothing to synthesize (the pipeline reads data.root={cfg.data.root}); "
+            f"build the built-in dataset with a generated preset: python -m pipeline.synthesize data=programs")
 
 
 def run(cfg: DictConfig, progress: bool = True) -> dict:
-    """Generate (or, for real data, only describe) the dataset; returns the stats dict written to stats.json."""
+    """Generate the dataset into paths.synthetic_dir; returns the stats dict written to its stats.json. ValueError
+    (nothing written) for real data."""
     out = Path(cfg.paths.synthetic_dir)
     if cfg.data.kind != "synthetic":
-        summary = {"kind": str(cfg.data.kind), "synthesized": False,
-                   "note": f"data.kind={cfg.data.kind}: nothing synthesized; the pipeline reads data.root"}
-        with atomic_path(out) as tmp:            # the stage's own output folder: nothing stale stays behind
-            writer.write_stats(tmp / STATS_FILE, summary)
-        return summary
+        raise ValueError(not_generated(cfg))
     builder = cfg.data.generator.builder
-    if builder == "programs":
+    if builder == PROGRAMS:
         settings = programs.ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
         return programs.build(settings, list(cfg.data.collections), out, progress=progress)
-    if builder == "templates":
+    if builder == TEMPLATES:
         return synthesize(Settings.from_cfg(cfg.data.generator, cfg.synthesize), list(cfg.data.collections), out,
                           progress=progress)
-    raise ValueError(f"data.generator.builder: expected 'programs' or 'templates', got {builder!r}")
+    raise ValueError(f"data.generator.builder: expected one of {list(BUILDERS)}, got {builder!r}")
 
 
 def format_stats(summary: dict) -> str:
@@ -75,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.stats:                          # read-only: never rewrites the DVC-tracked dataset
         print(format_stats(read_stats(cfg.paths.synthetic_dir)))
         return
+    if cfg.data.kind != "synthetic":        # real data: one line, paths.synthetic_dir untouched
+        raise SystemExit(f"error: {not_generated(cfg)}")
     run(cfg)
 
 

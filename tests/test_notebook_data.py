@@ -186,7 +186,7 @@ def plots_dir(tmp_path):
                             "score": [1.0, -2.0, 0.5]}))
     write_csv(root / "lgbm" / f"{TILE}_per_graph.csv",
               pd.DataFrame({"split": ["valid"], "graph_id": ["001"], "score": [0.9]}))
-    write_csv(root / "gnn" / TILE / "curve.csv", pd.DataFrame({"epoch": [0, 1], "loss": [0.5, 0.25],
+    write_csv(root / "gnn" / TILE / "curve.csv", pd.DataFrame({"seed": [0, 0], "epoch": [0, 1], "loss": [0.5, 0.25],
                                                                "valid_score": [0.1, 0.3], "lr": [1e-3, 5e-4]}))
     write_csv(root / "lgbm" / TILE / "importance.csv",
               pd.DataFrame({"feature": ["f1", "f2", "f3"], "gain": [1.0, 3.0, 2.0], "split": [4, 2, 1]}))

@@ -104,7 +104,8 @@ def test_readme_exp_show_filter_shows_the_summary_scores(repo):
 @pytest.mark.slow
 def test_plots_page_is_grouped_and_renders_offline(repo):
     """`dvc plots show` (as the README runs it) writes one page with Vega inlined (no script from a CDN), the
-    per-collection model comparisons, rank scatters, one GNN curve chart and LightGBM's importance images."""
+    per-collection model comparisons, rank scatters, one GNN curve chart (a line per collection and member seed)
+    and LightGBM's importance images."""
     import re
 
     dest, env = repo
@@ -121,3 +122,7 @@ def test_plots_page_is_grouped_and_renders_offline(repo):
     assert all((dest / "dvc_plots" / image).stat().st_size > 1000 for image in images)
     spec = page[page.index('<div id = "plots_summary_models_tile-xla_csv"'):]
     assert all(f'"model": "{m}"' in spec[:spec.index("vegaEmbed")] for m in ("heuristic", "lgbm", "gnn", "ensemble"))
+    curves = page[page.index('<div id = "plots_summary_gnn_curves_csv"'):]
+    curves = curves[:curves.index("vegaEmbed")]            # the fixture trains gnn.seeds [0, 1]: a line per member
+    assert '"seed": "0"' in curves and '"seed": "1"' in curves
+    assert '"detail": {"field": "seed"' in curves and '"color": {"field": "collection"' in curves

@@ -58,6 +58,11 @@ ROOT = Path(__file__).resolve().parent.parent
     ("gnn=kagle", "setting gnn='kagle': expected one of the presets ['default', 'gst', 'kaggle'] (conf/gnn/*.yaml); "
                   "did you mean gnn=kaggle?"),
     ("data=tpugraphs data.root=null", "setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"),
+    ("data=tpugraphs data.synthesized_by=[programs]",
+     "setting data.synthesized_by=['programs']: expected [] for data.kind=tpugraphs (dvc.yaml runs stage synthesize "
+     "once per entry)"),
+    ("data.synthesized_by=[]", "setting data.synthesized_by=[]: expected ['programs'] for data.kind=synthetic"),
+    ("data.generator.builder=templates", "setting data.synthesized_by=['programs']: expected ['templates'] for"),
     ("gnn.lr=[", "setting overrides=['gnn.lr=[']: expected overrides Hydra accepts"),
 ])
 def test_bad_settings_are_named_in_one_line(override, message):
@@ -142,6 +147,10 @@ def test_choices_match_the_modules_that_use_them():
 
     assert (PRUNE_WHOLE_GRAPH, PRUNE_DEDUP_MODES, LGBM_NODE_STATS, LGBM_FEATURE_GROUPS) == (
         WHOLE_GRAPH, DEDUP_MODES, tuple(NODE_STATS), tuple(ALL_GROUPS))
+    from pipeline.settings_schema import SYNTH_BUILDERS
+    from pipeline.synthesize import BUILDERS
+
+    assert SYNTH_BUILDERS == BUILDERS
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
     from pipeline.graphnet.schedule import SCHEDULES
     from pipeline.settings_schema import GNN_SCHEDULES

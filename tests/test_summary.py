@@ -54,8 +54,8 @@ def write_plots(root, stage, slug, scores, points, curve=None):
                                                 "\n".join(f"g1,{t},{p}" for t, p in points) + "\n")
     if curve is not None:
         (folder / slug).mkdir(exist_ok=True)
-        (folder / slug / "curve.csv").write_text("epoch,loss,valid_score,lr\n" +
-                                                 "\n".join(f"{e},{l},{s},0.1" for e, l, s in curve) + "\n")
+        (folder / slug / "curve.csv").write_text("seed,epoch,loss,valid_score,lr\n" +
+                                                 "\n".join(f"{k},{e},{l},{s},0.1" for k, e, l, s in curve) + "\n")
 
 
 def test_review_tables_put_every_model_side_by_side_per_collection(tmp_path):
@@ -63,7 +63,7 @@ def test_review_tables_put_every_model_side_by_side_per_collection(tmp_path):
 
     write_plots(tmp_path, "lgbm", "tile-xla", {"g1": (0.5, 0.1), "g2": (-1.5, 0.2)}, [(0.0, 1.0)])
     write_plots(tmp_path, "gnn", "tile-xla", {"g1": (0.75, 0.3), "g2": (1.0, 0.4)}, [(1.0, 0.0), (0.0, 0.5)],
-                curve=[(0, 0.9, -2.0), (1, 0.5, 0.25)])
+                curve=[(0, 0, 0.9, -2.0), (0, 1, 0.5, 0.25), (1, 0, 0.8, -1.0), (1, 1, 0.4, 0.5)])
     tables = review_tables(tmp_path, ["lgbm", "gnn"], ["tile-xla"])
     assert sorted(tables) == ["gnn_curves.csv", "models/tile-xla.csv", "ranks/tile-xla.csv"]
     models = tables["models/tile-xla.csv"]
@@ -74,7 +74,8 @@ def test_review_tables_put_every_model_side_by_side_per_collection(tmp_path):
     assert ranks[["model", "true_rank", "predicted_rank"]].values.tolist() == [["lgbm", 0.0, 1.0],
                                                                               ["gnn", 1.0, 0.0], ["gnn", 0.0, 0.5]]
     curves = tables["gnn_curves.csv"]
-    assert curves.values.tolist() == [["tile-xla", 0, 0.9, -2.0], ["tile-xla", 1, 0.5, 0.25]]
+    assert curves.values.tolist() == [["tile-xla", 0, 0, 0.9, -2.0], ["tile-xla", 0, 1, 0.5, 0.25],
+                                      ["tile-xla", 1, 0, 0.8, -1.0], ["tile-xla", 1, 1, 0.4, 0.5]]   # a line per seed
 
 
 def test_review_tables_name_a_missing_stage_output(tmp_path):

@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
+from conftest import BIN, ROOT
 
-from pipeline.config import compose
+from pipeline.config import compose, write_params
 from pipeline.scoring.metrics import graph_score
 from pipeline.zoo import common
 from pipeline.synthesize import format_stats, main, run
@@ -151,13 +154,37 @@ def test_deterministic_for_a_seed(tmp_path):
     assert digest(tmp_path / "a") != digest(tmp_path / "c")
 
 
-def test_real_data_writes_only_stats(tmp_path, capsys):
+def test_real_data_is_refused_and_leaves_the_built_in_dataset_alone(tmp_path, capsys):
     out = tmp_path / "synthetic"
-    main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}"])
-    assert [p.name for p in out.iterdir()] == ["stats.json"]
-    assert json.loads((out / "stats.json").read_text())["synthesized"] is False
+    (out / "npz").mkdir(parents=True)
+    (out / "npz" / "kept.npz").write_bytes(b"built before")
+    with pytest.raises(SystemExit) as stop:
+        main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}"])
+    assert str(stop.value) == "error: data.kind=tpugraphs: nothing to synthesize (the pipeline reads data.root=" \
+                              "/nonexistent); build the built-in dataset with a generated preset: " \
+                              "python -m pipeline.synthesize data=programs"
+    assert [p.relative_to(out).as_posix() for p in sorted(out.rglob("*"))] == ["npz", "npz/kept.npz"]
+    with pytest.raises(ValueError, match="data.kind=tpugraphs: nothing to synthesize"):
+        run(compose(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}"]))
+    (out / "stats.json").write_text(json.dumps({"synthesized": False, "note": "nothing synthesized (old)"}))
     main(["data=tpugraphs", "data.root=/nonexistent", f"paths.synthetic_dir={out}", "--stats"])
-    assert "nothing synthesized" in capsys.readouterr().out
+    assert capsys.readouterr().out == "nothing synthesized (old)\n"      # a folder an earlier version left
+
+
+@pytest.mark.parametrize("preset, stages", [("programs_ci", ["synthesize@programs"]), ("tpugraphs", [])])
+def test_dvc_runs_synthesize_only_for_generated_data(preset, stages, tmp_path):
+    """dvc.yaml's synthesize stage exists once per data.synthesized_by: none for real data, so `dvc repro` on a
+    user's root (README, Featurise your own program) never replaces data/synthetic, which that root links from."""
+    (tmp_path / "dvc.yaml").write_text((ROOT / "dvc.yaml").read_text())
+    write_params(compose([f"data={preset}", "data.root=data/mine"] if preset == "tpugraphs" else [f"data={preset}"]),
+                 tmp_path / "params.yaml")
+    for cmd in (["git", "init", "-q"], [str(BIN / "dvc"), "init", "-q"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    listed = subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=tmp_path, check=True,
+                            capture_output=True, text=True).stdout.split()
+    assert [s for s in listed if s.startswith("synthesize")] == stages
+    assert "submit" in listed and yaml.safe_load((tmp_path / "params.yaml").read_text())["data"]["synthesized_by"] \
+        == [s.split("@")[1] for s in stages]
 
 
 def test_stats_flag_reads_and_never_rewrites_the_dataset(ci_dir, tmp_path, capsys):
