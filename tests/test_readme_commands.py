@@ -53,6 +53,7 @@ LOCAL = """\
 data:
   collections: [tile-xla, layout-xla-random, layout-xla-default]
 gnn:
+  seeds: [0, 1]        # the members the repo fixture trained (conftest.CI_LOCAL_CONF): predict loads these
   epochs: 1
   tta: 1
   num_threads: 1
