@@ -4,7 +4,7 @@
         --variant 's1=gnn.seeds=[0]' data=programs                      # member 0, with lgbm and the blend
     python benchmarks/bench_quality.py --tag seeds12 --seeds 3 --models gnn --keep \
         --variant 's12=gnn.seeds=[1,2]' data=programs                   # members 1 and 2 of the same runs
-    python benchmarks/seed_members.py --one seeds/s1 --rest seeds12/s12 --tag seed_members
+    python benchmarks/seed_members.py --one seeds/s1 --rest seeds12/s12 --tag seed_members data=programs
 
 Member m of a run with global seed k is seeded from (k, m) whatever the other members are (graphnet/members.py),
 so member 0 of `gnn.seeds=[0,1,2]` is the model of `gnn.seeds=[0]` and members 1, 2 those of `gnn.seeds=[1,2]`.
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_quality import RESULTS, mean_std  # noqa: E402
+from benchmarks.bench_quality import RESULTS, mean_std, out_paths, run_stage  # noqa: E402
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions  # noqa: E402
 
 SPLITS = ("valid", "test")
@@ -96,16 +95,11 @@ def table(figures: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
-def run_ensemble(one: Path, out: Path, slug: str, k: int) -> None:
-    tag_dir = one.parent
-    cmd = [sys.executable, "-m", "pipeline.ensemble", "--collection", slug, "data=programs",
-           f"paths.synthetic_dir={tag_dir / 'data'}", f"paths.pruned_dir={one / 'pruned'}", f"seed={k}",
-           f"paths.models_dir={out / f'seed{k}' / 'models'}", f"paths.predictions_dir={out / f'seed{k}' / 'predictions'}",
-           f"paths.metrics_dir={out / f'seed{k}' / 'metrics'}", f"paths.plots_dir={out / f'seed{k}' / 'plots'}",
-           "wandb.mode=disabled"]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    if result.returncode:
-        raise SystemExit(f"error: {' '.join(cmd)} failed:\n{result.stderr[-3000:]}")
+def run_ensemble(one: Path, out: Path, slug: str, k: int, common: list[str]) -> None:
+    """Stage ensemble of global seed k on the blend in `out`, reading the run's data and pruned graphs."""
+    data = [*common, f"paths.synthetic_dir={one.parent / 'data'}", f"paths.pruned_dir={one / 'pruned'}"]
+    folder = out / f"seed{k}"
+    run_stage("ensemble", ["--collection", slug, *data, f"seed={k}", *out_paths(folder)], out / "log.txt")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-rest", type=int, default=2, help="members in the --rest runs")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tag", default="seed_members")
+    parser.add_argument("common", nargs="*", help="the common overrides the two bench runs were given")
     args = parser.parse_args(argv)
     quality = RESULTS
     one, rest = quality / args.one, quality / args.rest
@@ -131,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
                                   load_predictions(predictions_path(rest / f"seed{k}" / "predictions", "gnn", slug, split)),
                                   args.n_rest)
                 save_predictions(blended, predictions_path(out / f"seed{k}" / "predictions", "gnn", slug, split))
-            run_ensemble(one, out, slug, k)
+            run_ensemble(one, out, slug, k, args.common)
             figures[slug].append(rows_for(one, rest, out, slug, k))
     lines = [f"# Seed ensemble vs one seed (`{args.one}` + `{args.rest}`, {args.seeds} global seeds)", "",
              "Mean ± sample std over global seeds; Δ paired by seed. blend = stage ensemble (lgbm + gnn + heuristic).",

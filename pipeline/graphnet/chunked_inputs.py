@@ -22,7 +22,7 @@ from torch import nn
 
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, LAYOUT_VALUES
-from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES
+from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, index_block_codes
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
 from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, MAX_DIMS, NODE_CONFIG_FEAT_DIM
@@ -55,8 +55,7 @@ class MismatchEdges:
 
     def __init__(self, graph: GraphTensors):
         n, n_blocks = graph.n_nodes, len(LAYOUT_BLOCKS)
-        position = torch.full((n,), -1, dtype=torch.long)
-        position[graph.node_config_ids] = torch.arange(len(graph.node_config_ids))
+        position = torch.as_tensor(layouts.config_positions(graph.node_config_ids.numpy(), n))  # [nodes]
         producer_k = position[graph.producer]                                   # [edges] -1: not configurable
         kept = (graph.edge_slot >= 0) | (producer_k >= 0)                        # [edges]
         producer, consumer = graph.producer[kept], graph.consumer[kept]          # [kept edges]
@@ -140,13 +139,11 @@ class ConfigInputs:
         # the batch's block codes, default flags and mismatch features: int work in a few large operations
         self.is_default, self.mismatched = None, None
         if encoder.effective or encoder.copies is not None:
-            weights = torch.as_tensor(layouts.BLOCK_CODE_WEIGHTS, dtype=torch.float32)  # codes < 7 ** 6: exact
             blocks = configs.reshape(configs.shape[0], -1, MAX_DIMS)             # [configs, configurable * 3, 6]
-            codes = (blocks.to(torch.float32) @ weights).to(torch.int32)         # [configs, configurable * 3]
+            codes = index_block_codes(blocks)                                    # [configs, configurable * 3]
             self.is_default = codes == 0                                         # all six values -1
         if encoder.copies is not None:
-            default_codes = (graph.default_blocks.to(torch.float32) @ weights).to(torch.int32)  # [cfg, 3]
-            default_codes = default_codes.view(-1, 1)                            # [cfg * 3, 1]
+            default_codes = index_block_codes(graph.default_blocks).view(-1, 1)  # [cfg * 3, 1]
             codes, is_default = codes.t().contiguous(), self.is_default.t()      # [configurable * 3, configs]
             codes = torch.where(is_default, default_codes, codes)                # of the effective blocks
             self.edges = MismatchEdges(graph)
