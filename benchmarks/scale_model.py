@@ -44,7 +44,7 @@ def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> di
     valid_rows = graphs["valid"] * min(configs["valid"], int(settings.valid_configs_per_graph) or configs["valid"])
     predicted = graphs["valid"] * configs["valid"] + graphs["test"] * configs["test"]
     k = int(by_search(gnn.configs_per_graph, "configs_per_graph", kind, search))
-    epochs = int(gnn.epochs)
+    epochs = int(by_search(gnn.epochs, "epochs", kind, search))
     valid_configs = epochs * graphs["valid"] * min(int(gnn.valid_max_configs), configs["valid"])
     if kind == "tile":       # measured per step and per config (the graph is encoded once per batch)
         gnn_train = epochs * graphs["train"] * unit["tile_step_s"]

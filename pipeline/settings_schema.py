@@ -30,6 +30,7 @@ GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst.TR
 GNN_SCHEDULES = ("plateau", "constant", "cosine")                # pipeline.graphnet.schedule.SCHEDULES
 GST_SEGMENTATIONS = ("contiguous", "node_splits")    # pipeline.graphnet.segments.SEGMENTATIONS
 GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
+GNN_LAYOUT_ONLY = ("node_reduce",)                     # by-search gnn keys only layout models read (no tile entry)
 PRUNE_WHOLE_GRAPH = "all"                             # pipeline.pruned.WHOLE_GRAPH
 PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup.DEDUP_MODES
 LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table.NODE_STATS
@@ -124,7 +125,7 @@ SCHEMA = Group({
         "attention_heads": COUNT,
         "cross_mixer": Str(GNN_MIXERS),
         "cross_pooled": Bool(), "effective_layout": Bool(), "edge_mismatch": Bool(),
-        "node_reduce": Str(GNN_REDUCTIONS),
+        "node_reduce": BySearch(Str(GNN_REDUCTIONS)),   # layout models only: no tile entry needed
         "pooled_head": Bool(),
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
@@ -135,7 +136,7 @@ SCHEMA = Group({
         "warmup_frac": FRACTION,
         "schedule": Str(GNN_SCHEDULES),
         "lr_patience": COUNT, "lr_decay": Float(low=0.0, high=1.0, low_open=True),
-        "epochs": COUNT,                          # the budget; early stopping after `patience` epochs without gain
+        "epochs": BySearch(COUNT),                # the budget; early stopping after `patience` epochs without gain
         "patience": COUNT,
         "min_delta": NON_NEGATIVE,
         "seeds": List(Int(low=0), min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
@@ -182,12 +183,12 @@ def validate(cfg: Mapping) -> None:
     SCHEMA.check(cfg, "")
     needed = search_entries(cfg["data"]["collections"])
     gnn = cfg["gnn"]
+    layout_needed = tuple(e for e in needed if e != "tile")
     for key, spec in SCHEMA.fields["gnn"].fields.items():
         if isinstance(spec, BySearch):
-            spec.check(gnn[key], f"gnn.{key}", needed)
+            spec.check(gnn[key], f"gnn.{key}", layout_needed if key in GNN_LAYOUT_ONLY else needed)
     # tile graphs are always kept whole, so prune.hops needs no tile entry
-    SCHEMA.fields["prune"].fields["hops"].check(cfg["prune"]["hops"], "prune.hops",
-                                                tuple(e for e in needed if e != "tile"))
+    SCHEMA.fields["prune"].fields["hops"].check(cfg["prune"]["hops"], "prune.hops", layout_needed)
     pooled = 2 * gnn["hidden"]                 # the config self-attention runs over mean+max pooled embeddings
     if gnn["cross_attention"] and pooled % gnn["attention_heads"]:
         raise SettingsError("gnn.attention_heads", gnn["attention_heads"],

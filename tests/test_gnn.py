@@ -21,6 +21,7 @@ from pipeline.predictions import load_predictions, predictions_path
 from pipeline.files import write_json
 from pipeline.pruned import REPORT_FILE, save_pruned_graph, spread_summary, write_index
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.settings_types import SettingsError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM
 GRAPHS = {"train": 3, "valid": 2, "test": 2}
 TINY = ["gnn.hidden=8", "gnn.opcode_dim=4", "gnn.config_value_dim=2", "gnn.attention_heads=2", "gnn.epochs=2",
@@ -147,6 +148,21 @@ def test_configs_per_graph_by_search():
     assert settings_for(cfg.gnn, "layout-nlp-random").configs_per_graph == 32
     assert settings_for(cfg.gnn, "layout-nlp-default").configs_per_graph == 16
     assert settings_for(compose(["gnn.configs_per_graph=8"]).gnn, "tile-xla").configs_per_graph == 8
+
+
+def test_node_reduce_and_budget_by_search():
+    cfg = compose([]).gnn                              # conf: node_reduce {random: mean, default: sum}, no tile entry
+    assert ModelSpec.from_cfg("layout", 4, cfg, "random").node_reduce == "mean"
+    assert ModelSpec.from_cfg("layout", 4, cfg, "default").node_reduce == "sum"
+    assert ModelSpec.from_cfg("tile", 4, cfg, None).node_reduce is None        # tile models have no node reduction
+    assert [settings_for(cfg, s).epochs for s in ("tile-xla", "layout-xla-random", "layout-nlp-default")] == [60, 100, 60]
+    one = compose(["gnn.node_reduce=sum", "gnn.epochs=7"]).gnn    # one value for every collection still works
+    assert ModelSpec.from_cfg("layout", 4, one, "random").node_reduce == "sum"
+    assert settings_for(one, "layout-nlp-random").epochs == settings_for(one, "tile-xla").epochs == 7
+    with pytest.raises(SettingsError, match=r"gnn.epochs=.*missing \['tile'\]"):
+        compose(["~gnn.epochs.tile"])
+    with pytest.raises(SettingsError, match=r"gnn.node_reduce.random='max'"):
+        compose(["gnn.node_reduce.random=max"])
 
 
 def test_learning_rate_and_norm_by_collection_kind_or_one_number():

@@ -66,9 +66,11 @@ class TrainSettings:
 
     @classmethod
     def from_cfg(cls, gnn, kind: str, search: str | None) -> "TrainSettings":
-        """From the `gnn` group for a collection of `kind` and `search` (`lr`, `configs_per_graph` by search)."""
+        """From the `gnn` group for a collection of `kind` and `search` (`lr`, `epochs`, `configs_per_graph` by
+        search)."""
         return cls(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
-                   warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule), epochs=int(gnn.epochs),
+                   warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule),
+                   epochs=int(by_search(gnn.epochs, "gnn.epochs", kind, search)),
                    lr_patience=int(gnn.lr_patience), lr_decay=float(gnn.lr_decay),
                    patience=int(gnn.patience), min_delta=float(gnn.min_delta),
                    steps_per_epoch=int(gnn.steps_per_epoch) if gnn.steps_per_epoch else None,
