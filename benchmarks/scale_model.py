@@ -14,7 +14,7 @@ gnn.configs_per_graph.tile configs, configs/s at inference), since the tile mode
 """
 from __future__ import annotations
 
-from pipeline.graphnet.model import by_search
+from pipeline.graphnet.train_loop import TrainSettings
 
 HOUR = 3600.0
 TILE_CONFIG_BYTES = 24 * 8      # config_feat: 24 values (float64 in the files, an upper bound)
@@ -43,8 +43,8 @@ def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> di
     train_rows = graphs["train"] * min(configs["train"], int(settings.configs_per_graph) or configs["train"])
     valid_rows = graphs["valid"] * min(configs["valid"], int(settings.valid_configs_per_graph) or configs["valid"])
     predicted = graphs["valid"] * configs["valid"] + graphs["test"] * configs["test"]
-    k = int(by_search(gnn.configs_per_graph, "configs_per_graph", kind, search))
-    epochs = int(by_search(gnn.epochs, "epochs", kind, search))
+    train = TrainSettings.from_cfg(gnn, kind, search)     # the by-search values training itself reads
+    k, epochs = train.configs_per_graph, train.epochs
     valid_configs = epochs * graphs["valid"] * min(int(gnn.valid_max_configs), configs["valid"])
     if kind == "tile":       # measured per step and per config (the graph is encoded once per batch)
         gnn_train = epochs * graphs["train"] * unit["tile_step_s"]

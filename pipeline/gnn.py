@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from pipeline.config import by_search, stage_args, warn_threads
+from pipeline.config import stage_args, warn_threads
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
@@ -179,7 +179,7 @@ def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=N
     """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
     run_summary + seconds, every member's curve rows, parameters of one member)."""
     members = member_seeds(cfg.gnn.seeds)
-    budget = int(by_search(cfg.gnn.epochs, "gnn.epochs", collection.kind, collection.search))
+    budget = TrainSettings.from_cfg(cfg.gnn, collection.kind, collection.search).epochs
     preds, summaries, curve = [], [], []
     for position, member in enumerate(members):
         tic = time.perf_counter()
