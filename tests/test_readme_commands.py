@@ -130,14 +130,15 @@ def write_standins(bin_dir: Path, kaggle_zip: Path, submissions: Path) -> None:
 
 
 def pip_standin(argv: list[str]) -> int:
-    """`pip install -r FILE` offline: every `name==version` pin must be what is installed."""
+    """`pip install -r FILE [-r FILE ...]` offline: every `name==version` pin must be what is installed."""
     from importlib.metadata import PackageNotFoundError, version
 
-    if argv[:2] != ["install", "-r"]:
+    files = argv[2::2]
+    if argv[:1] != ["install"] or not files or any(flag != "-r" for flag in argv[1::2]) or len(argv) % 2 == 0:
         print(f"pip stand-in: unexpected {argv}", file=sys.stderr)
         return 2
     wrong = []
-    for line in Path(argv[2]).read_text().splitlines():
+    for line in (row for file in files for row in Path(file).read_text().splitlines()):
         pin = line.split("#")[0].strip()
         if pin:
             name, _, wanted = pin.partition("==")
@@ -212,13 +213,25 @@ def test_ci_runs_the_readme_test_command():
     line = pick("-m pytest -q")
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 -m venv .venv" in line and "python3 -m venv .venv" in ci
-    assert ".venv/bin/pip install" in ci and "-r requirements.txt" in ci and ".venv/bin/python -m pytest -q" in ci
+    assert ".venv/bin/pip install" in ci and "-r requirements.txt -r requirements-dev.txt" in ci
+    assert ".venv/bin/python -m pytest -q" in ci
+
+
+def test_test_only_tools_are_pinned_apart_from_the_product():
+    product, dev = ((ROOT / name).read_text() for name in ("requirements.txt", "requirements-dev.txt"))
+    pins = {name: {line.split("#")[0].strip().partition("==")[0] for line in text.splitlines()} - {""}
+            for name, text in (("product", product), ("dev", dev))}
+    assert {"pytest", "hypothesis"} <= pins["dev"] and not pins["dev"] & pins["product"]
+    assert all("==" in line.split("#")[0] for line in dev.splitlines() if line.split("#")[0].strip())
 
 
 def test_pip_standin_refuses_a_pin_that_is_not_installed(tmp_path, capsys):
     (tmp_path / "r.txt").write_text("pytest==0.0.1   # wrong\n")
     assert pip_standin(["install", "-r", str(tmp_path / "r.txt")]) == 1
     assert "pytest==0.0.1 (installed:" in capsys.readouterr().err
+    (tmp_path / "ok.txt").write_text("pytest\n")
+    assert pip_standin(["install", "-r", str(tmp_path / "ok.txt"), "-r", str(tmp_path / "r.txt")]) == 1
+    assert pip_standin(["install", "-r", str(tmp_path / "r.txt"), "--upgrade"]) == 2
 
 
 # Steps that re-run the pipeline (a `dvc repro` that recomputes, a `dvc exp run`): each takes minutes on a 2-core
