@@ -13,15 +13,15 @@ peak RSS is its own. Writes benchmarks/results/gnn.md.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
-import resource
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks.common import (FEATURES, flops_per_config, matmul_gflops, peak_rss_mb, ranking_agreement, run_isolated,
+                               swapped_pairs)
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.infer import InferSettings, predict_graph
@@ -30,10 +30,10 @@ from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.pruned import PrunedGraph, prune_hops
 from pipeline.pruning.subgraph import khop_subgraph
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM
 
 RESULTS = Path(__file__).parent / "results" / "gnn.md"
 HOPS_COLLECTION = "layout:xla:default"   # the benchmark graph is pruned as stage prune prunes this collection
-FEATURES = 120              # node_feat columns left after prune drops the constant ones (typical)
 CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
 BENCH_SEARCH = "random"     # the generated configs are random layouts
 TIE_TOLERANCE = 1e-5        # scores closer than this (relative to the largest) are float ties between two paths
@@ -48,8 +48,8 @@ def make_graph(n_nodes: int, n_configs: int, seed: int) -> PrunedGraph:
     second = consumers[extra] - 1 - np.minimum(rng.geometric(0.05, extra.sum()), consumers[extra] - 1)
     edges = np.concatenate([np.stack([consumers, producers], 1), np.stack([consumers[extra], second], 1)])
     ids = np.sort(rng.choice(n_nodes, int(n_nodes * CONFIGURABLE_SHARE), replace=False))
-    feat = rng.integers(-1, 6, size=(n_configs, len(ids), 18)).astype(np.int8)  # [configs, config nodes, 18]
-    raw = np.full((n_nodes, 140), -1.0, np.float32)                          # only shape_dimensions_0..3 are read
+    feat = rng.integers(-1, 6, size=(n_configs, len(ids), NODE_CONFIG_FEAT_DIM)).astype(np.int8)  # [configs, config nodes, 18]
+    raw = np.full((n_nodes, NODE_FEAT_DIM), -1.0, np.float32)                          # only shape_dimensions_0..3 are read
     raw[:, 21:25] = rng.choice([1, 8, 16, 64, 128, 256], size=(n_nodes, 4))
     return PrunedGraph(graph_id="bench", split="train", node_feat=rng.normal(size=(n_nodes, FEATURES)).astype(np.float32),
                        node_feat_raw=raw,
@@ -73,10 +73,6 @@ def prune(graph: PrunedGraph, hops: int | None) -> PrunedGraph:
                           "node_feat_raw": graph.node_feat_raw[sub.node_ids],
                           "node_opcode": graph.node_opcode[sub.node_ids], "edge_index": sub.edge_index,
                           "node_ids": sub.node_ids, "node_config_ids": sub.node_config_ids})
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_model(graph: PrunedGraph, gnn, threads: int) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -113,7 +109,6 @@ def _infer_case(args: tuple) -> dict:
     side by side in one process, `repeats` times each (alternating): on the wall clock with `threads` threads, then
     on this process's CPU time (`time.process_time`) with one thread, which other jobs on a shared machine disturb
     much less. Best time of each; the dense matmul rate measured the same two ways; the two paths' agreement."""
-    from benchmarks.bench_scale import flops_per_config, matmul_gflops   # (bench_scale imports this module)
     graph, gnn, threads, repeats = args
     load = os.getloadavg()[0]
     torch.manual_seed(0)
@@ -172,26 +167,6 @@ def infer_lines(infer: dict, gnn, repeats: int) -> list[str]:
               f"plain scores differ by more than {infer['tie_tolerance']:.1e} ({TIE_TOLERANCE:g} of the largest "
               f"score): **{infer['swapped_beyond_ties']}** (float rounding only swaps near-ties)."]
     return lines
-
-
-def swapped_pairs(a: np.ndarray, b: np.ndarray, tolerance: float) -> int:
-    """Pairs of configs that b orders the other way round from a although their scores under a differ by more than
-    `tolerance` (0 = the same ranking up to ties within float tolerance)."""
-    gap_a = a[:, None] - a[None, :]                                           # [configs, configs]
-    gap_b = b[:, None] - b[None, :]
-    return int(np.sum((gap_a > tolerance) & (gap_b < 0)))
-
-
-def ranking_agreement(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall tau between two score vectors (1 = identical ranking)."""
-    from scipy.stats import kendalltau
-    return float(kendalltau(a, b).correlation)
-
-
-def run_isolated(fn, args):
-    """Run fn(args) in a fresh forked process (its own peak RSS)."""
-    with mp.get_context("fork").Pool(1) as pool:
-        return pool.apply(fn, (args,))
 
 
 def main(argv=None) -> None:

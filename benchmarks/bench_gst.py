@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.bench_gnn import bench_model, peak_rss_mb, run_isolated, train_case
+from benchmarks.bench_gnn import bench_model, train_case
+from benchmarks.common import peak_rss_mb, run_isolated
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, runtimes

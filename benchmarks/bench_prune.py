@@ -79,7 +79,7 @@ def make_big_graph(root: Path, configs: int, config_nodes: int, nodes: tuple[int
     from omegaconf import OmegaConf
 
     from pipeline.config import compose
-    from pipeline.synth.dataset import Settings, layout_graph, write_layout_graph
+    from pipeline.templates.dataset import Settings, layout_graph, write_layout_graph
     cfg = compose(["data=synthetic_full"])
     generator = OmegaConf.to_container(cfg.data.generator)
     generator.update(layout_nodes=list(nodes), layout_configs=[configs, configs], max_config_nodes=config_nodes)

@@ -37,8 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pipeline.config import compose  # noqa: E402
-from pipeline.sweep import OUTPUT_PATHS  # noqa: E402
+from pipeline.config import MODEL_OUTPUT_PATHS, compose  # noqa: E402
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "quality"
@@ -86,7 +85,7 @@ def run_stage(module: str, args: Sequence[str], log: Path) -> float:
 
 def out_paths(folder: Path) -> list[str]:
     """Overrides that send every stage output under `folder`."""
-    return [f"paths.{key}={folder / key.removesuffix('_dir')}" for key in OUTPUT_PATHS]
+    return [f"paths.{key}={folder / key.removesuffix('_dir')}" for key in MODEL_OUTPUT_PATHS]
 
 
 def read_result(metrics_dir: Path, stage: str, slug: str, wall: float) -> dict:

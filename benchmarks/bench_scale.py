@@ -32,13 +32,14 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from benchmarks.bench_gnn import peak_rss_mb, ranking_agreement, run_isolated
+from benchmarks.common import (FEATURES, flops_per_config, matmul_gflops, peak_rss_mb, ranking_agreement, run_isolated,
+                               sync)
 from benchmarks.bench_gst import prune_graph
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd, run_child
 from benchmarks.scale_model import extrapolate, extrapolation_table, rates
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
-from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, SPLITS
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SPLITS
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, prune_hops
@@ -47,28 +48,8 @@ from pipeline.tpugraphs.dataset import Collection
 RESULTS = Path(__file__).parent / "results" / "scale.md"
 SIZES = Path(__file__).parent / "dataset_sizes.yaml"
 SEARCH = "random"
-FEATURES = 120            # node_feat columns after prune (as benchmarks/bench_gnn.py)
 TILE_NODES = 40           # tile graphs are "small (e.g., tens of nodes)" (benchmarks/dataset_sizes.yaml)
 FLOAT32_BYTES = 4
-
-
-def matmul_gflops(device: torch.device, n: int = 2048, repeats: int = 3, clock=time.perf_counter) -> float:
-    """Best dense fp32 matmul rate of torch on `device` (GFLOP/s), n x n by n x n, timed by `clock` (wall clock;
-    `time.process_time` for the CPU time of this process)."""
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    best = float("inf")
-    for _ in range(repeats + 1):
-        _sync(device)
-        tic = clock()
-        a @ b
-        _sync(device)
-        best = min(best, clock() - tic)
-    return 2 * n ** 3 / best / 1e9
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def layout_model(graph, gnn, device: torch.device):
@@ -78,16 +59,6 @@ def layout_model(graph, gnn, device: torch.device):
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
     return model.to(device)
-
-
-def flops_per_config(model, tensors, configs) -> float:
-    """Matmul FLOPs of one plain forward per configuration (torch.utils.flop_counter)."""
-    from torch.utils.flop_counter import FlopCounterMode
-    chunk_mb, model.infer_chunk_mb = model.infer_chunk_mb, None
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(tensors, configs)
-    model.infer_chunk_mb = chunk_mb
-    return counter.get_total_flops() / configs.shape[0]
 
 
 def infer_case(args: tuple) -> dict:
@@ -106,10 +77,10 @@ def infer_case(args: tuple) -> dict:
         model.infer_chunk_mb = chunk_mb
         with torch.no_grad():
             model(tensors, inputs[0][:2])                                     # warm-up
-            _sync(device)
+            sync(device)
             tic = time.perf_counter()
             scores[name] = torch.cat([model(tensors, c) for c in inputs]).float().cpu()
-            _sync(device)
+            sync(device)
         out[f"{name}_configs_per_s"] = out["configs"] / (time.perf_counter() - tic)
     out["max_abs_diff"] = float((scores["plain"] - scores["chunked"]).abs().max())
     out["tau"] = ranking_agreement(scores["plain"].numpy(), scores["chunked"].numpy())
@@ -128,13 +99,13 @@ def train_case(args: tuple) -> dict:
     for _ in range(steps + 1):
         rows = sample_configs(graph, k, rng)
         configs, target = config_batch("layout", graph, rows).to(device), runtimes(graph, rows).to(device)
-        _sync(device)
+        sync(device)
         tic = time.perf_counter()
         opt.zero_grad()
         loss = ranking_loss(str(gnn.loss), model(tensors, configs), target, float(gnn.margin), float(gnn.min_gap))
         loss.backward()
         opt.step()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - tic)
     step = float(np.median(times[1:]))
     return {"nodes": graph.n_nodes, "configs": k, "step_s": step, "config_nodes_per_s": k * graph.n_nodes / step,
@@ -146,10 +117,10 @@ def tile_graph(n_nodes: int, n_configs: int, seed: int = 0) -> PrunedGraph:
     graph + per config, not per node x config)."""
     rng = np.random.default_rng(seed)
     return PrunedGraph(graph_id="tile", split="train", node_feat=rng.normal(size=(n_nodes, FEATURES)).astype(np.float32),
-                       node_feat_raw=np.full((n_nodes, 140), -1.0, np.float32),
+                       node_feat_raw=np.full((n_nodes, NODE_FEAT_DIM), -1.0, np.float32),
                        node_opcode=rng.integers(0, 121, n_nodes), node_ids=np.arange(n_nodes),
                        edge_index=np.stack([np.arange(1, n_nodes), np.arange(n_nodes - 1)], 1).astype(np.int64),
-                       config_feat=rng.integers(1, 512, size=(n_configs, 24)).astype(np.float32),
+                       config_feat=rng.integers(1, 512, size=(n_configs, CONFIG_FEAT_DIM)).astype(np.float32),
                        config_runtime=rng.random(n_configs) + 1.0, config_count=np.ones(n_configs, np.int64),
                        config_inverse=np.arange(n_configs))
 
@@ -183,7 +154,8 @@ def tile_case(args: tuple) -> dict:
 def lgbm_case(args: tuple) -> dict:
     """Featurise `n` configs and train the ranker on them (valid = the same rows) for lgbm.num_boost_round."""
     from pipeline.features.table import FeatureSpec
-    from pipeline.lgbm import build_rank_data, train_ranker
+    from pipeline.lgbm_model.rank_data import build_rank_data
+    from pipeline.lgbm_model.train import train_ranker
     graph, lgbm, n = args
     spec = FeatureSpec.from_cfg(lgbm)
     base = peak_rss_mb()

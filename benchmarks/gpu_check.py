@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.bench_gnn import bench_hops, make_graph, prune, ranking_agreement
+from benchmarks.bench_gnn import bench_hops, make_graph, prune
+from benchmarks.common import ranking_agreement
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache

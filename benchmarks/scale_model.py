@@ -15,10 +15,10 @@ gnn.configs_per_graph.tile configs, configs/s at inference), since the tile mode
 from __future__ import annotations
 
 from pipeline.graphnet.train_loop import TrainSettings
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM
 
 HOUR = 3600.0
-TILE_CONFIG_BYTES = 24 * 8      # config_feat: 24 values (float64 in the files, an upper bound)
-NODE_CONFIG_FEAT_DIM = 18
+TILE_CONFIG_BYTES = CONFIG_FEAT_DIM * 8      # config_feat: 24 values (float64 in the files, an upper bound)
 
 
 def rates(measured: dict) -> dict:

@@ -29,6 +29,8 @@ from pipeline.files import write_text
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
+MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")   # paths.* a model stage writes
+STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
 ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (with conf/local/) is composed instead of params.yaml, and "
               "this stage writes over its DVC-tracked outputs (paths.*); `dvc status` shows them changed, "
               "`dvc checkout` restores what `dvc repro` recorded")

@@ -10,88 +10,19 @@ member best on valid, on valid and on test (where the dataset has test truth). T
 """
 from __future__ import annotations
 
-import itertools
 import sys
 import time
-from typing import Mapping, Sequence
+from typing import Sequence
 
-import numpy as np
 from omegaconf import DictConfig
-from scipy.stats import rankdata
 
-from pipeline.scoring import metrics
 from pipeline.config import stage_args
+from pipeline.ensembling.blend import blend, gain_over_best_member, pick_weights
+from pipeline.scoring import metrics
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth
-from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
+from pipeline.predictions import load_predictions, predictions_path, save_predictions
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
-
-
-
-def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
-    """Rescale one graph's scores to [0, 1] keeping their order: `minmax` or `rank` (ties share a rank)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if method == "rank":
-        scores = rankdata(scores, method="average")
-    elif method != "minmax":
-        raise ValueError(f"ensemble.normalize={method!r}; expected 'minmax' or 'rank'")
-    span = scores.max() - scores.min()
-    return (scores - scores.min()) / span if span > 0 else np.zeros_like(scores)
-
-
-def weight_grid(n_members: int, step: float) -> np.ndarray:
-    """All weight vectors on the simplex with the given step: [candidates, members], each row sums to 1."""
-    ticks = int(round(1 / step))
-    rows = [c for c in itertools.product(range(ticks + 1), repeat=n_members) if sum(c) == ticks]
-    return np.array(rows, dtype=np.float64) / ticks
-
-
-def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> Predictions:
-    """Weighted sum of the members' per-graph normalised scores."""
-    blended = Predictions()
-    for graph_id in members[0]:
-        blended[graph_id] = sum(w * normalize_scores(m[graph_id], method) for w, m in zip(weights, members))
-    return blended
-
-
-def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
-                   step: float, method: str) -> tuple[np.ndarray, float]:
-    """The grid weights with the best mean validation score; returns (weights, score).
-
-    Ties (a saturated validation score, e.g. tile at 1.0) go to the most even weights (least sum of squares), the
-    blend that trusts the validation set least, and then to the first on the grid.
-    """
-    best_weights, best_key = None, (-np.inf, -np.inf)
-    for weights in weight_grid(len(members), step):
-        score = metrics.score_predictions(kind, blend(members, weights, method), truth)["score"]
-        key = (score, -float(np.sum(weights ** 2)))
-        if key[0] > best_key[0] + 1e-12 or (abs(key[0] - best_key[0]) <= 1e-12 and key[1] > best_key[1] + 1e-12):
-            best_weights, best_key = weights, key
-    return best_weights, best_key[0]
-
-
-WEIGHTINGS = ("grid", "equal")
-
-
-def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray], weighting: str,
-                 step: float, method: str) -> np.ndarray:
-    """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
-    if weighting == "equal":
-        return np.full(len(members), 1.0 / len(members))
-    if weighting != "grid":
-        raise ValueError(f"ensemble.weighting={weighting!r}; expected one of {list(WEIGHTINGS)}")
-    return choose_weights(kind, members, truth, step, method)[0]
-
-
-def gain_over_best_member(member_scores: Mapping[str, Mapping[str, float]],
-                          ensemble_scores: Mapping[str, float]) -> dict:
-    """{best_member, gain: {split: ensemble - that member}}; the best member is the one best on valid.
-
-    member_scores: {split: {member: score}}; ensemble_scores: {split: score}; splits without scores are skipped.
-    """
-    best = max(member_scores["valid"], key=lambda m: member_scores["valid"][m])
-    return {"best_member": best, "gain": {split: float(ensemble_scores[split] - scores[best])
-                                          for split, scores in member_scores.items() if split in ensemble_scores}}
 
 
 def run(cfg: DictConfig, collection: Collection) -> dict:

@@ -32,9 +32,9 @@ from pipeline.config import stage_args, warn_threads
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
-from pipeline.graphnet.gst import TRAINING_MODES, GSTSettings, SegmentCache
-from pipeline.graphnet.infer import InferSettings, predict_graphs
+from pipeline.graphnet.gst import gst_settings
 from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+from pipeline.graphnet.scoring import member_predictions
 from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.graphnet.model import ModelSpec, build_model
 from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
@@ -49,16 +49,6 @@ STAGE = "gnn"
 MODEL = "gnn"
 CURVE_FILE = "curve.csv"
 CURVE_COLUMNS = ["seed", "epoch", "loss", "valid_score", "lr", "train_seconds", "seconds", "configs_per_second"]
-
-
-def gst_settings(gnn: DictConfig, collection: Collection) -> GSTSettings | None:
-    """The GST settings when gnn.mode=gst and the collection is a layout one (tile graphs train whole), else None."""
-    mode = str(gnn.mode)
-    if mode not in TRAINING_MODES:
-        raise ValueError(f"gnn.mode={mode!r}; expected one of {TRAINING_MODES}")
-    if mode != "gst" or collection.kind != "layout":
-        return None
-    return GSTSettings.from_cfg(gnn.gst)
 
 
 def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
@@ -106,10 +96,18 @@ def epoch_reporter(slug: str, member: int, position: int, members: int, budget: 
     return on_epoch
 
 
-def train_collection(cfg: DictConfig, collection: Collection, member: int, info: DistInfo = DistInfo(),
-                     on_epoch=None, max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
-    """Build and train member `member` of one collection; returns (best model on CPU, FitResult) and writes the
-    member's model.pt (spec, weights, best/last epoch and stop reason) on rank 0."""
+def train_settings(cfg: DictConfig, collection: Collection, verbose: bool) -> TrainSettings:
+    """The training settings of one collection (by-search values resolved, the hinge's min_gap set): resolved once
+    per stage run, shared by every member."""
+    settings = TrainSettings.from_cfg(cfg.gnn, collection.kind, collection.search)
+    return dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, verbose))
+
+
+def train_collection(cfg: DictConfig, collection: Collection, member: int, settings: TrainSettings,
+                     info: DistInfo = DistInfo(), on_epoch=None,
+                     max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
+    """Build and train member `member` of one collection with `settings` (train_settings); returns (best model on
+    CPU, FitResult) and writes the member's model.pt (spec, weights, best/last epoch and stop reason) on rank 0."""
     gnn = cfg.gnn
     torch.set_num_threads(int(gnn.num_threads))
     device = pick_device(str(gnn.device))
@@ -123,7 +121,7 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, info:
     seed = member_seed(int(cfg.seed), member)
     torch.manual_seed(seed)                              # identical initial weights on every rank
     model = build_model(spec, gnn.infer_chunk_mb).to(device)
-    gst = gst_settings(gnn, collection)
+    gst = gst_settings(gnn, collection.kind)
     if gst is not None and prune_hops(cfg.prune.hops, collection) is not None and info.is_main:
         print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
               f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
@@ -132,8 +130,6 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, info:
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir = member_dir(output_dirs(cfg, collection)[0], member)
-    settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
-    settings = dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, info.is_main))
     result = fit(wrapped, spec, train, valid, settings, gst, seed, model_dir / ckpt.CHECKPOINT_FILE, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)
@@ -162,10 +158,8 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     if device.type == "cuda":
         device = torch.device("cuda", info.local_rank)
     graphs = pruned_graphs(cfg, collection, split)
-    gst = gst_settings(gnn, collection)
-    segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
-    mine = predict_graphs(model.to(device), collection.kind, graphs[info.rank::info.world],
-                          InferSettings.from_cfg(gnn), seed, device, progress=info.is_main, segments=segments)
+    mine = member_predictions(model, collection.kind, graphs[info.rank::info.world], gnn, seed, device,
+                              progress=info.is_main)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):
         for graph_id, scores in part.items():
@@ -179,12 +173,13 @@ def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=N
     """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
     run_summary + seconds, every member's curve rows, parameters of one member)."""
     members = member_seeds(cfg.gnn.seeds)
-    budget = TrainSettings.from_cfg(cfg.gnn, collection.kind, collection.search).epochs
+    settings = train_settings(cfg, collection, info.is_main)
+    budget = settings.epochs
     preds, summaries, curve = [], [], []
     for position, member in enumerate(members):
         tic = time.perf_counter()
         report = epoch_reporter(collection.slug, member, position, len(members), budget, run) if info.is_main else None
-        model, result = train_collection(cfg, collection, member, info, report, max_epochs)
+        model, result = train_collection(cfg, collection, member, settings, info, report, max_epochs)
         seed = member_seed(int(cfg.seed), member)
         preds.append({split: predict_split(cfg, collection, model, split, seed, info) for split in PREDICTED_SPLITS})
         summaries.append({"seed": member, **run_summary(result), "seconds": round(time.perf_counter() - tic, 2)})

@@ -14,7 +14,7 @@ one line. The CSV goes to `--out`, or `<predict.run_dir>/<model>-<slug or mixed>
 folder the DVC stages write is refused.
 
 A single file that is not an `.npz` is read as HLO module text (`.compile().as_text()`, an XLA dump): it is
-featurised first (`pipeline.featurize`, settings `featurize`) into the collections of `featurize.collections`,
+featurised first (`pipeline.featurizer`, settings `featurize`) into the collections of `featurize.collections`,
 and each graph is ranked with its own collection's model.
 """
 from __future__ import annotations
@@ -31,13 +31,12 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.config import stage_args
-from pipeline.prune import PruneParams
+from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
 from pipeline.files import write_csv
-from pipeline.predictions import Predictions
-from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
+from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
+from pipeline.pruning.params import PruneParams
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, load_graph
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
@@ -46,8 +45,6 @@ from pipeline.tpugraphs.npz import list_members
 MODELS = ("ensemble", "gnn", "lgbm", "heuristic")
 SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
-STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", "models_dir", "predictions_dir", "metrics_dir", "plots_dir",
-                      "submissions_dir")
 
 
 class PredictError(ValueError):
@@ -99,15 +96,15 @@ def resolve_collection(path: Path, given: str | None) -> Collection:
 def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_dir: Path) -> PrunedGraph:
     """Prune one new file with the settings and train-fitted normaliser stage prune saved for its collection."""
     saved = collection_dir(cfg.paths.pruned_dir, collection.slug)
-    report_path, normalizer_path = saved / REPORT_FILE, saved / "normalizer.json"
+    report_path, normalizer_path = saved / REPORT_FILE, saved / NORMALIZER_FILE
     for needed in (report_path, normalizer_path):
         if not needed.is_file():
             raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
     saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
     prune_cfg = OmegaConf.merge(cfg.prune, {key: saved[key] for key in ("hops", "pad_value", "dedup")})
-    graph_params = PruneParams.from_cfg(prune_cfg, collection).graph_params()
+    params = PruneParams.from_cfg(prune_cfg, collection)
     work_dir.mkdir(parents=True, exist_ok=True)
-    result = prune_file(path, collection, SPLIT, str(path), graph_params, work_dir)
+    result = prune_file(path, collection, SPLIT, str(path), params, work_dir)
     if result.error is not None:
         raise result.error
     folder = work_dir / result.graph_id
@@ -116,74 +113,43 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
 
 
 def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
-    """float64 [configs] scores of one single model (lower = predicted faster), in the file's config order."""
+    """float64 [configs] scores of one single model (lower = predicted faster), in the file's config order, through
+    the model's own inference entry point (the one its stage predicts with)."""
     model_dir = Path(cfg.paths.models_dir) / model / collection.slug
-    if model == "heuristic":
-        from pipeline.heuristic import layout_scores, tile_scores
-        raw = load_graph(path, collection, SPLIT)
-        return tile_scores(raw.config_feat) if collection.kind == "tile" else layout_scores(raw, cfg.heuristic.chunk_size)
-    if model == "lgbm":
-        import lightgbm as lgb
-        from pipeline.features.table import FeatureSpec
-        from pipeline.lgbm import predict_graph
-        model_file = model_dir / "model.txt"
-        if not model_file.is_file():
-            raise PredictError(f"{model_file}: missing; run stage lgbm for {collection.slug} first")
-        booster = lgb.Booster(model_file=str(model_file))
-        return predict_graph(booster, graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads))
-    if model == "gnn":
-        return gnn_scores(cfg, model_dir, collection, graph)
+    try:
+        if model == "heuristic":
+            from pipeline.heuristic_model.scores import graph_scores
+            return graph_scores(load_graph(path, collection, SPLIT), collection.kind, cfg.heuristic.chunk_size)
+        if model == "lgbm":
+            from pipeline.features.table import FeatureSpec
+            from pipeline.lgbm_model.infer import load_booster, predict_graph
+            return predict_graph(load_booster(model_dir), graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm),
+                                 int(cfg.lgbm.num_threads))
+        if model == "gnn":
+            from pipeline.graphnet.scoring import seed_ensemble_scores
+            return seed_ensemble_scores(cfg.gnn, int(cfg.seed), model_dir, collection.kind, [graph])[graph.graph_id]
+    except FileNotFoundError as error:
+        raise PredictError(f"{error} ({collection.slug})") from None
     raise PredictError(f"--model {model!r}: expected one of {MODELS}")
-
-
-def gnn_scores(cfg: DictConfig, model_dir: Path, collection: Collection, graph: PrunedGraph) -> np.ndarray:
-    """The GNN stage's scores for one graph: every member of gnn.seeds on the stage's inference path (its TTA
-    seed, gnn.infer_chunk_mb), rank-averaged as the stage averages them (pipeline/graphnet/members.py)."""
-    from pipeline.gnn import gst_settings
-    from pipeline.graphnet import checkpoint as ckpt
-    from pipeline.graphnet.gst import SegmentCache
-    from pipeline.graphnet.infer import InferSettings, predict_graphs
-    from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
-    from pipeline.graphnet.train_loop import pick_device
-
-    device = pick_device(str(cfg.gnn.device))
-    members = []
-    for member in member_seeds(cfg.gnn.seeds):
-        model_file = member_dir(model_dir, member) / ckpt.MODEL_FILE
-        if not model_file.is_file():
-            raise PredictError(f"{model_file}: missing; run stage gnn for {collection.slug} first "
-                               f"(with this gnn.seeds)")
-        net, _ = ckpt.load_model(model_file, map_location=device, infer_chunk_mb=cfg.gnn.infer_chunk_mb)
-        gst = gst_settings(cfg.gnn, collection)
-        segments = None if gst is None else SegmentCache(gst, net.spec.layers + 1, device, keep=False)
-        members.append(predict_graphs(net.to(device), collection.kind, [graph], InferSettings.from_cfg(cfg.gnn),
-                                      member_seed(int(cfg.seed), member), device, progress=False, segments=segments))
-    return rank_mean(members)[graph.graph_id]
 
 
 def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float]:
     """The member weights stage ensemble chose on valid for this collection (its metrics file)."""
-    path = metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug)
-    if not path.is_file():
-        raise PredictError(f"{path}: missing; run stage ensemble for {collection.slug} first")
-    weights = json.loads(path.read_text()).get("weights")
-    if not isinstance(weights, dict) or not weights:
-        raise PredictError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
-    return {str(m): float(w) for m, w in weights.items()}
+    from pipeline.ensembling.blend import read_weights
+    try:
+        return read_weights(metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug))
+    except (FileNotFoundError, ValueError) as error:
+        raise PredictError(str(error)) from None
 
 
 def graph_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
     """float64 [configs]: the model's scores; the ensemble blends its members with the stage's weights."""
     if model != "ensemble":
         return member_scores(cfg, model, collection, path, graph)
-    from pipeline.ensemble import blend
+    from pipeline.ensembling.blend import blend_graph
     weights = ensemble_weights(cfg, collection)
-    members = []
-    for name in weights:
-        one = Predictions()
-        one[graph.graph_id] = member_scores(cfg, name, collection, path, graph)
-        members.append(one)
-    return blend(members, np.array(list(weights.values())), str(cfg.ensemble.normalize))[graph.graph_id]
+    members = {name: member_scores(cfg, name, collection, path, graph) for name in weights}
+    return blend_graph(members, weights, str(cfg.ensemble.normalize))
 
 
 def ranking_table(path: Path, collection: Collection, model: str, graph_id: str, scores: np.ndarray) -> pd.DataFrame:
@@ -213,13 +179,13 @@ def is_hlo_text(path: Path) -> bool:
 
 
 def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
-    """Rank an npz file or folder; HLO text is first featurised (`pipeline.hlo`, settings `featurize`) into the
+    """Rank an npz file or folder; HLO text is first featurised (`pipeline.featurizer`, settings `featurize`) into the
     collections of `featurize.collections`, each graph then ranked by its own collection's model."""
     if not is_hlo_text(path):
         return rank_files(cfg, input_files(path), model, collection)
     if collection is not None:
         raise PredictError(f"{path}: HLO text yields graphs of several collections; drop --collection")
-    from pipeline.featurize import FeaturizeSettings, featurize
+    from pipeline.featurizer.dataset import FeaturizeSettings, featurize
     from pipeline.hlo.featurize import HloParseError
 
     with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:

@@ -16,57 +16,19 @@ import multiprocessing
 import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
 from pipeline.config import stage_args
 from pipeline.files import atomic_path, write_json
-from pipeline.pruning.dedup import DEDUP_MODES
-from pipeline.pruning.normalize import ColumnStats, fit_normalizer, log_mask
-from pipeline.pruning.graph import GraphParams, GraphResult, prune_file, write_normalized
-from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir, prune_hops,
+from pipeline.pruning.normalize import ColumnStats, fit_normalizer
+from pipeline.pruning.graph import GraphResult, prune_file, write_normalized
+from pipeline.pruning.params import PruneParams
+from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir,
                              spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.schema import SPLITS
-
-
-
-@dataclass(frozen=True)
-class PruneParams:
-    """conf/prune, validated."""
-
-    hops: int | None             # None = whole graph (`hops: all`), resolved for one collection
-    pad_value: float
-    dedup: str
-    log_columns: tuple[str, ...]
-    drop_constant: bool
-    workers: int
-    chunk_size: int
-    skip_invalid_train: bool
-
-    @classmethod
-    def from_cfg(cls, prune, collection: Collection | None = None) -> "PruneParams":
-        """conf/prune for `collection`: `prune.hops` may be one value or a mapping by search (like gnn.lr); tile
-        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection."""
-        hops = prune_hops(prune.hops, collection)
-        params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
-                     log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
-                     workers=int(prune.workers), chunk_size=int(prune.chunk_size),
-                     skip_invalid_train=bool(prune.skip_invalid_train))
-        if params.hops is not None and params.hops < 0:
-            raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {prune.hops!r}")
-        if params.dedup not in DEDUP_MODES:
-            raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {params.dedup!r}")
-        if params.workers < 1 or params.chunk_size < 1:
-            raise ValueError(f"prune.workers and prune.chunk_size must be >= 1, found {params.workers}, "
-                             f"{params.chunk_size}")
-        return params
-
-    def graph_params(self) -> GraphParams:
-        return GraphParams(hops=self.hops, pad_value=self.pad_value, dedup=self.dedup, chunk_size=self.chunk_size,
-                           log_mask=log_mask(self.log_columns))
 
 
 def _run(tasks: list[tuple], workers: int, desc: str) -> list[GraphResult]:
@@ -120,14 +82,13 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
     collection = Collection.parse(collection)
     root = npz_root(root)
     out = collection_dir(pruned_dir, collection.slug)
-    graph_params = params.graph_params()
     with atomic_path(out) as tmp:
         tasks = []
         split_paths = check_disjoint_splits(root, collection)
         for split in SPLITS:
             (tmp / split).mkdir(parents=True)
             for path in split_paths[split]:
-                tasks.append((path, collection, split, path.relative_to(root).as_posix(), graph_params, tmp / split))
+                tasks.append((path, collection, split, path.relative_to(root).as_posix(), params, tmp / split))
         results = _run(tasks, params.workers, f"prune {collection.slug}")
         skipped = []
         for result in results:
@@ -139,9 +100,9 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                             "error": str(result.error)})
         done = [r for r in results if r.error is None]
         train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
-        normalizer = fit_normalizer(train_stats, graph_params.log_mask, params.pad_value, params.drop_constant,
+        normalizer = fit_normalizer(train_stats, params.log_mask, params.pad_value, params.drop_constant,
                                     where=f"{root / collection.subdir / 'train'}")
-        normalizer.save(tmp / "normalizer.json")
+        normalizer.save(tmp / NORMALIZER_FILE)
         for result in tqdm(done, desc=f"normalise {collection.slug}", unit="graph", mininterval=1.0):
             write_normalized(tmp / result.split / result.graph_id, normalizer)
         rows = [r.row for r in done]

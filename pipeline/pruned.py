@@ -20,6 +20,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from pipeline.choices import PRUNE_WHOLE_GRAPH
 from pipeline.config import by_search
 from pipeline.files import atomic_path, write_csv
 from pipeline.tpugraphs.dataset import Collection
@@ -29,7 +30,8 @@ INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pr
 COUNT_COLUMNS = tuple(INDEX_COLUMNS[3:])   # nodes/edges before and after pruning, configs before and after dedup
 INDEX_FILE = "index.csv"
 REPORT_FILE = "report.json"
-WHOLE_GRAPH = "all"          # prune.hops value that keeps every node (what GST trains on)
+NORMALIZER_FILE = "normalizer.json"
+WHOLE_GRAPH = PRUNE_WHOLE_GRAPH   # prune.hops value that keeps every node (what GST trains on)
 SPREAD_PERCENTILES = np.arange(101)   # report.json: the percentile table of the duplicate-runtime spread
 OPTIONAL_ARRAYS = ("node_config_ids", "node_config_feat", "config_feat", "node_splits")
 

@@ -8,9 +8,9 @@ before Hydra composes them, so a mistyped key gets that hint instead of Hydra's 
 Permissive on purpose: `synthesize` (a mapping) and `data.generator` (a mapping or null) are checked for their
 top-level type only; their keys belong to the synthetic generator (pipeline/synth), which reads and checks them.
 
-Choices that live in the modules that use them (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) are repeated
-here so that loading a config imports neither torch nor any stage's library (every stage's DVC dependencies stay
-its own); tests/test_settings_schema.py asserts they equal the modules' own tuples.
+The choices (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) come from pipeline/choices.py, which the libraries
+that act on them import too, so loading a config imports neither torch nor any stage's library (every stage's DVC
+dependencies stay its own).
 """
 from __future__ import annotations
 
@@ -18,29 +18,16 @@ import difflib
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
+                              GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
+                              LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, PRUNE_DEDUP_MODES,
+                              PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
 
-GNN_NORMS = ("instance", "layer", "none")             # pipeline.graphnet.layers.NORMS
-GNN_MIXERS = ("gate", "center")                       # pipeline.graphnet.attention.MIXERS
-GNN_REDUCTIONS = ("sum", "mean")                      # pipeline.graphnet.model.REDUCTIONS
-GNN_LOSSES = ("pairwise_hinge", "listmle")            # pipeline.graphnet.losses.LOSSES
-GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst.TRAINING_MODES
-GNN_SCHEDULES = ("plateau", "constant", "cosine")                # pipeline.graphnet.schedule.SCHEDULES
-GST_SEGMENTATIONS = ("contiguous", "node_splits")    # pipeline.graphnet.segments.SEGMENTATIONS
-GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
 GNN_LAYOUT_ONLY = ("node_reduce",)                     # by-search gnn keys only layout models read (no tile entry)
-PRUNE_WHOLE_GRAPH = "all"                             # pipeline.pruned.WHOLE_GRAPH
-PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup.DEDUP_MODES
-LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table.NODE_STATS
-LGBM_FEATURE_GROUPS = ("graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
-                       "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.table.ALL_GROUPS
-LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm.OBJECTIVES
-LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
-LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
-ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
-SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize.BUILDERS
+LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31)
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -55,7 +42,7 @@ LGBM_KIND = Group({
     "configs_per_graph": Int(low=0),            # 0 = all
     "valid_configs_per_graph": Int(low=0),      # 0 = all
     "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
-    "label_gain": Str(("linear", "exponential")),
+    "label_gain": Str(LGBM_LABEL_GAINS),
     "lambdarank_truncation_level": COUNT,
 })
 
@@ -108,7 +95,7 @@ SCHEMA = Group({
         "lambda_l2": NON_NEGATIVE,
         "max_bin": Int(low=2),
         "num_threads": COUNT,
-        "max_query_rows": Int(low=2, high=LIGHTGBM_MAX_QUERY),
+        "max_query_rows": Int(low=2, high=LIGHTGBM_MAX_QUERY_ROWS),
         "feature_chunk": COUNT,
         "importance_top": COUNT,
         "node_stats": List(Str(LGBM_NODE_STATS)),

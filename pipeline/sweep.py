@@ -24,14 +24,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from pipeline.config import CONF_DIR, checked, compose, repo_root
+from pipeline.config import CONF_DIR, MODEL_OUTPUT_PATHS, checked, compose, repo_root
 from pipeline.settings_schema import check_overrides
 from pipeline.settings_types import SettingsError
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 STAGES = ("heuristic", "lgbm", "gnn", "ensemble")
-OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
 
 
 def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> Path:
@@ -81,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     @hydra.main(version_base=None, config_path=str(repo_root() / CONF_DIR), config_name="config")
     def job(cfg) -> float:
         job_dir = Path(HydraConfig.get().runtime.output_dir)
-        for key in OUTPUT_PATHS:
+        for key in MODEL_OUTPUT_PATHS:
             cfg.paths[key] = str(job_dir / Path(cfg.paths[key]).name)
         stage.run(checked(cfg), collection)
         return float(job_metrics(Path(cfg.paths.metrics_dir), args.stage, collection)["valid"]["score"])  # Optuna

@@ -2,7 +2,7 @@
 
 `data.generator.builder` picks how: `programs` (the default presets) lowers the JAX program zoo (`pipeline.zoo`)
 and costs it with the TPU cost model (`pipeline.synth.programs`); `templates` draws template graphs at real
-sizes (`pipeline.synth.dataset`, only for memory benchmarks: data=synthetic_full).
+sizes (`pipeline.templates`, only for memory benchmarks: data=synthetic_full).
 `python -m pipeline.synthesize [overrides] [--stats]`. Real data (data.kind == "tpugraphs") has no synthesize
 stage (dvc.yaml runs it once per `data.synthesized_by`, [] there): generating is refused in one line and
 paths.synthetic_dir is never touched, so the built-in dataset a user's own root links its train and valid splits
@@ -18,15 +18,15 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
+from pipeline.choices import SYNTH_BUILDERS
 from pipeline.files import read_json
 from pipeline.config import stage_args
 from pipeline.synth import programs
-from pipeline.synth.dataset import Settings, synthesize
+from pipeline.templates.dataset import Settings, synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
-PROGRAMS, TEMPLATES = "programs", "templates"
-BUILDERS = (PROGRAMS, TEMPLATES)          # data.generator.builder
+PROGRAMS, TEMPLATES = BUILDERS = SYNTH_BUILDERS          # data.generator.builder
 
 
 def not_generated(cfg: DictConfig) -> str:

@@ -6,7 +6,8 @@ import numpy as np
 
 from omegaconf import OmegaConf
 
-from benchmarks.bench_gnn import infer_lines, swapped_pairs
+from benchmarks.bench_gnn import infer_lines
+from benchmarks.common import swapped_pairs
 from benchmarks.bench_scale import share_with_every_split
 from pipeline.tpugraphs.schema import SPLITS
 

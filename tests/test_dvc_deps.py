@@ -1,44 +1,15 @@
 """dvc.yaml lists, for every stage, the code it runs: each `pipeline` module the stage imports (transitively, found
-with ast) must be one of the stage's deps or lie in a folder that is."""
+with ast) must be one of the stage's deps or lie in a folder that is; and the settings it reads: its params name
+exactly the config groups and `paths.*` keys its code reads (`cfg.<group>`, `cfg.paths.<key>`, found with ast), less
+what cannot change an output (the config layer's own reads and `wandb`, which only steers logging)."""
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-from pipeline.config import repo_root
-
-ROOT = repo_root()
-PACKAGE = "pipeline"
-
-
-def module_file(module: str) -> Path | None:
-    """The file of a `pipeline...` module (a module or a package's __init__), None when there is none."""
-    base = ROOT / Path(*module.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def imported_modules(path: Path, module: str) -> set[str]:
-    """`pipeline...` modules imported anywhere in the file (top level or inside functions), relative ones resolved."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:                               # relative: from the module's package, level - 1 up
-                package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-                package = package[:len(package) - (node.level - 1)]
-                base = ".".join([*package, *([base] if base else [])])
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names}   # `from pipeline.x import y`: y may be a module
-    return {m for m in found if (m == PACKAGE or m.startswith(PACKAGE + ".")) and module_file(m) is not None}
+from import_graph import ROOT, imported_modules, module_file, stage_module, stages
 
 
 def has_code(path: Path) -> bool:
@@ -66,12 +37,6 @@ def transitive_files(module: str) -> set[Path]:
     return files
 
 
-def stages() -> dict[str, dict]:
-    """Stage name -> its definition (the `do` body of foreach stages)."""
-    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    return {name: stage.get("do", stage) for name, stage in spec.items()}
-
-
 def covered(path: Path, deps: list[str]) -> bool:
     return any(path == Path(d) or Path(d) in path.parents for d in deps if "${" not in d)
 
@@ -88,8 +53,46 @@ def test_module_file_and_imports_are_resolved():
 @pytest.mark.parametrize("name", sorted(stages()))
 def test_stage_deps_cover_its_imports(name):
     stage = stages()[name]
-    command = re.search(r"python -m (pipeline(?:\.\w+)+)", stage["cmd"])
-    assert command, f"dvc.yaml stage {name}: cmd {stage['cmd']!r} does not run `python -m pipeline.<stage>`"
+    module = stage_module(stage)
+    assert module, f"dvc.yaml stage {name}: cmd {stage['cmd']!r} does not run `python -m pipeline.<stage>`"
     deps = [d if isinstance(d, str) else next(iter(d)) for d in stage.get("deps", [])]
-    missing = sorted(str(p) for p in transitive_files(command.group(1)) if not covered(p, deps))
-    assert not missing, f"dvc.yaml stage {name}: deps miss {missing} (imported by {command.group(1)})"
+    missing = sorted(str(p) for p in transitive_files(module) if not covered(p, deps))
+    assert not missing, f"dvc.yaml stage {name}: deps miss {missing} (imported by {module})"
+
+
+NOT_OUTPUT_AFFECTING = {Path("pipeline/config.py"), Path("pipeline/tracking.py")}   # the config layer; wandb logging
+
+
+def settings_read(path: Path) -> set[str]:
+    """`cfg.<group>` and `cfg.paths.<key>` read in a file (as `<group>` and `paths.<key>`)."""
+    found = set()
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
+        if not isinstance(node, ast.Attribute):
+            continue
+        inner = node.value
+        if isinstance(inner, ast.Name) and inner.id == "cfg" and node.attr != "paths":
+            found.add(node.attr)
+        elif (isinstance(inner, ast.Attribute) and inner.attr == "paths" and isinstance(inner.value, ast.Name)
+              and inner.value.id == "cfg"):
+            found.add(f"paths.{node.attr}")
+    return found
+
+
+def listed_settings(stage: dict) -> set[str]:
+    """A stage's params as groups (`data.root` -> `data`) and `paths.<key>`."""
+    return {p if p.startswith("paths.") else p.split(".")[0] for p in stage.get("params", [])}
+
+
+def test_settings_read_finds_groups_and_paths():
+    found = settings_read(Path("pipeline/summary.py"))
+    assert {"summary", "paths.metrics_dir", "paths.plots_dir"} <= found and "paths" not in found
+
+
+@pytest.mark.parametrize("name", sorted(stages()))
+def test_stage_params_are_the_settings_it_reads(name):
+    stage = stages()[name]
+    files = transitive_files(stage_module(stage)) - NOT_OUTPUT_AFFECTING
+    read = set().union(*(settings_read(f) for f in files))
+    assert "wandb" not in read and not {"wandb", "paths"} & set(stage.get("params", []))
+    assert listed_settings(stage) == read, (f"dvc.yaml stage {name}: params {sorted(listed_settings(stage))}, "
+                                            f"code reads {sorted(read)}")

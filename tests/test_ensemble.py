@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pipeline.scoring import metrics
-from pipeline.ensemble import blend, choose_weights, normalize_scores, weight_grid
+from pipeline.ensembling.blend import blend, choose_weights, normalize_scores, weight_grid
 from pipeline.predictions import Predictions
 
 
@@ -45,7 +45,7 @@ def test_choose_weights_is_never_worse_than_best_member():
 
 
 def test_equal_weighting_fits_nothing_and_grid_follows_valid():
-    from pipeline.ensemble import pick_weights
+    from pipeline.ensembling.blend import pick_weights
 
     truth = {"g": np.array([1.0, 2.0, 3.0, 4.0])}
     right, wrong = preds_of(g=[1.0, 2.0, 3.0, 4.0]), preds_of(g=[4.0, 3.0, 2.0, 1.0])
@@ -57,7 +57,7 @@ def test_equal_weighting_fits_nothing_and_grid_follows_valid():
 
 
 def test_gain_over_best_member_is_measured_against_the_valid_winner():
-    from pipeline.ensemble import gain_over_best_member
+    from pipeline.ensembling.blend import gain_over_best_member
 
     members = {"valid": {"lgbm": 0.5, "gnn": 0.6}, "test": {"lgbm": 0.7, "gnn": 0.4}}
     gain = gain_over_best_member(members, {"valid": 0.65, "test": 0.5})
@@ -68,7 +68,7 @@ def test_gain_over_best_member_is_measured_against_the_valid_winner():
 
 
 def test_schema_weightings_are_the_modules():
-    from pipeline.ensemble import WEIGHTINGS
+    from pipeline.ensembling.blend import WEIGHTINGS
     from pipeline.settings_schema import ENSEMBLE_WEIGHTINGS
 
     assert ENSEMBLE_WEIGHTINGS == WEIGHTINGS

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from conftest import make_layout_arrays, make_tile_arrays, write_npz
 
-from pipeline.featurize import main, program_stem
+from pipeline.featurize import main
+from pipeline.featurizer.dataset import program_stem
 from pipeline.submit import expected_rows, validate_submission
 from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, graph_paths, load_graph, validate_node_config_feat
 

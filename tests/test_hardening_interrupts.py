@@ -10,7 +10,8 @@ import time
 from conftest import ROOT, make_tile_arrays, write_npz
 
 from pipeline.config import compose
-from pipeline.prune import PruneParams, prune_collection
+from pipeline.prune import prune_collection
+from pipeline.pruning.params import PruneParams
 from pipeline.tpugraphs.dataset import Collection
 
 SLUG = "tile-xla"

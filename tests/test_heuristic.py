@@ -1,6 +1,6 @@
 import numpy as np
 
-from pipeline.heuristic import default_block_counts, tile_scores
+from pipeline.heuristic_model.scores import default_block_counts, tile_scores
 
 
 def test_default_block_counts_by_hand():

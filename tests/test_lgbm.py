@@ -1,4 +1,4 @@
-"""pipeline.lgbm: labels, query chunking, coverage of predictions, determinism, stage outputs."""
+"""pipeline.lgbm and pipeline.lgbm_model: labels, query chunking, coverage of predictions, determinism, stage outputs."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 
 from pipeline import lgbm as lgbm_stage
 from pipeline.config import compose
+from pipeline.lgbm_model import importance, infer, rank_data, train
 from pipeline.features.table import FeatureSpec
 from pipeline.predictions import load_predictions
 from pipeline.pruned import PrunedGraph, collection_dir, graph_dir, iter_split, save_pruned_graph, write_index
@@ -60,25 +61,25 @@ def cfg(pruned_dir):
 
 
 def test_relevance_labels_are_runtime_quantile_grades():
-    labels = lgbm_stage.relevance_labels(np.array([3.0, 1.0, 2.0, 2.0]), grades=4)
+    labels = rank_data.relevance_labels(np.array([3.0, 1.0, 2.0, 2.0]), grades=4)
     assert labels.tolist() == [0, 3, 2, 2]                   # fastest highest, ties share a grade
-    labels = lgbm_stage.relevance_labels(np.random.default_rng(0).random(1000), grades=31)
+    labels = rank_data.relevance_labels(np.random.default_rng(0).random(1000), grades=31)
     assert labels.min() == 0 and labels.max() == 30
 
 
 def test_query_chunking_respects_the_row_limit():
     rng = np.random.default_rng(0)
     rows = np.arange(25001)
-    queries = lgbm_stage.split_queries(rows, 10000, rng)
+    queries = rank_data.split_queries(rows, 10000, rng)
     assert len(queries) == 3 and max(len(q) for q in queries) <= 10000
     assert np.array_equal(np.sort(np.concatenate(queries)), rows)
     with pytest.raises(ValueError, match="max_query_rows"):
-        lgbm_stage.split_queries(rows, 10001, rng)
+        rank_data.split_queries(rows, 10001, rng)
 
 
 def test_rank_data_queries_never_exceed_max_query_rows(cfg):
     spec = FeatureSpec.from_cfg(cfg.lgbm)
-    data = lgbm_stage.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, "train"), "layout", spec,
+    data = rank_data.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, "train"), "layout", spec,
                                       configs_per_graph=50, label_grades=31, max_query_rows=25,
                                       rng=np.random.default_rng(0))
     assert max(data.group) <= 25 and sum(data.group) == len(data.label) == 6 * 50
@@ -88,7 +89,7 @@ def test_rank_data_queries_never_exceed_max_query_rows(cfg):
 def test_graph_bars_show_totals(cfg, capsys):
     spec = FeatureSpec.from_cfg(cfg.lgbm)
     graphs = list(iter_split(cfg.paths.pruned_dir, SLUG, "train"))
-    lgbm_stage.build_rank_data(iter(graphs), "layout", spec, 10, 31, 25, np.random.default_rng(0), desc="bar",
+    rank_data.build_rank_data(iter(graphs), "layout", spec, 10, 31, 25, np.random.default_rng(0), desc="bar",
                                total=6)
     assert "0/6" in capsys.readouterr().err                          # n/N on a lazy iterator, not `0graph`
 
@@ -97,12 +98,12 @@ def train_and_predict(cfg, seed=None, grades=31):
     seed = cfg.seed if seed is None else seed
     spec = FeatureSpec.from_cfg(cfg.lgbm)
     rng = np.random.default_rng(seed)
-    data = {split: lgbm_stage.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
+    data = {split: rank_data.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout", spec, 0,
                                               grades, int(cfg.lgbm.max_query_rows), rng)
             for split in ("train", "valid")}
-    booster, history = lgbm_stage.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", seed)
-    convergence = lgbm_stage.convergence(booster.best_iteration, history, int(cfg.lgbm.early_stopping_rounds))
-    preds = {split: lgbm_stage.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
+    booster, history = train.train_ranker(data["train"], data["valid"], cfg.lgbm, "layout", seed)
+    convergence = train.convergence(booster.best_iteration, history, int(cfg.lgbm.early_stopping_rounds))
+    preds = {split: infer.predict_split(booster, iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
                                              spec, 1) for split in ("valid", "test")}
     return preds, history, convergence
 
@@ -146,9 +147,9 @@ def test_split_size_counts_the_split_rows_of_the_index(cfg, pruned_dir):
 
 
 def test_stop_reason_separates_plateau_from_budget():
-    assert lgbm_stage.stop_reason(best_iteration=10, last_iteration=40, patience=30) == "plateau"
-    assert lgbm_stage.stop_reason(best_iteration=11, last_iteration=40, patience=30) == "budget"
-    assert lgbm_stage.stop_reason(best_iteration=300, last_iteration=300, patience=30) == "budget"
+    assert train.stop_reason(best_iteration=10, last_iteration=40, patience=30) == "plateau"
+    assert train.stop_reason(best_iteration=11, last_iteration=40, patience=30) == "budget"
+    assert train.stop_reason(best_iteration=300, last_iteration=300, patience=30) == "budget"
 
 
 def test_convergence_is_recorded_and_a_budget_stop_warns(cfg, capsys):
@@ -158,20 +159,20 @@ def test_convergence_is_recorded_and_a_budget_stop_warns(cfg, capsys):
     last = convergence["last_iteration"]
     assert len(history["score"]) == last <= 30
     assert convergence["best_iteration"] == 1 + int(np.argmax(history["score"]))      # first best round, 1-based
-    assert convergence["stopped"] == lgbm_stage.stop_reason(convergence["best_iteration"], last, 30)
-    assert lgbm_stage.convergence(3, {"score": [0.1] * 9}, 5) == {"best_iteration": 3, "last_iteration": 9,
+    assert convergence["stopped"] == train.stop_reason(convergence["best_iteration"], last, 30)
+    assert train.convergence(3, {"score": [0.1] * 9}, 5) == {"best_iteration": 3, "last_iteration": 9,
                                                                   "stopped": "plateau"}
     short = OmegaConf.merge(cfg, {"lgbm": {"num_boost_round": 2, "early_stopping_rounds": 5}})
     _, _, stopped = train_and_predict(short)
     assert stopped == {"best_iteration": stopped["best_iteration"], "last_iteration": 2, "stopped": "budget"}
-    assert lgbm_stage.warn_budget("lgbm x", stopped, 2)
+    assert train.warn_budget("lgbm x", stopped, 2)
     assert "lgbm.num_boost_round=2" in capsys.readouterr().err
-    assert not lgbm_stage.warn_budget("lgbm x", {**stopped, "stopped": "plateau"}, 2)
+    assert not train.warn_budget("lgbm x", {**stopped, "stopped": "plateau"}, 2)
 
 
 def test_global_seed_reaches_lightgbm_randomness(cfg):
     """feature_fraction < 1 draws columns from LightGBM's seed: two seeds give two models, one seed one model."""
-    assert lgbm_stage.lgb_params(cfg.lgbm, "layout", 7)["seed"] == 7 and cfg.lgbm.feature_fraction < 1
+    assert train.lgb_params(cfg.lgbm, "layout", 7)["seed"] == 7 and cfg.lgbm.feature_fraction < 1
     a, _, _ = train_and_predict(cfg, seed=1)
     b, _, _ = train_and_predict(cfg, seed=2)
     assert any(not np.array_equal(a["test"][g], b["test"][g]) for g in a["test"])
@@ -181,22 +182,22 @@ def test_label_grades_beyond_31_need_explicit_gains_and_xendcg_stops_at_31(cfg):
     from omegaconf import OmegaConf
 
     many = OmegaConf.merge(cfg, {"lgbm": {"layout": {"label_grades": 60}}})
-    params = lgbm_stage.lgb_params(many.lgbm, "layout", 0)
+    params = train.lgb_params(many.lgbm, "layout", 0)
     assert params["label_gain"] == [float(g) for g in range(60)]
     _, history, _ = train_and_predict(many, grades=60)       # LightGBM's default gains would refuse label 31
     assert len(history["score"]) > 0
-    assert lgbm_stage.label_gains("layout", "exponential", 4) == [0.0, 1.0, 3.0, 7.0]
+    assert train.label_gains("layout", "exponential", 4) == [0.0, 1.0, 3.0, 7.0]
     xendcg = OmegaConf.merge(many, {"lgbm": {"layout": {"objective": "rank_xendcg"}}})
     with pytest.raises(ValueError, match=r"label_grades: expected 2\.\.31 for objective rank_xendcg, found 60"):
-        lgbm_stage.lgb_params(xendcg.lgbm, "layout", 0)
+        train.lgb_params(xendcg.lgbm, "layout", 0)
     with pytest.raises(ValueError, match="label_gain"):
-        lgbm_stage.label_gains("layout", "cubic", 4)
+        train.label_gains("layout", "cubic", 4)
 
 
 def test_round_progress_counts_rounds_against_the_budget():
     from types import SimpleNamespace
 
-    progress = lgbm_stage.round_progress(5, "boost x")
+    progress = train.round_progress(5, "boost x")
     progress(SimpleNamespace(iteration=2, evaluation_result_list=[("valid", "score", 0.51234, True)]))
     assert (progress.bar.n, progress.bar.total) == (3, 5)
     assert progress.bar.postfix == "score=0.5123"
@@ -206,28 +207,28 @@ def test_round_progress_counts_rounds_against_the_budget():
 def test_schema_grade_limit_is_the_modules():
     from pipeline.settings_schema import LIGHTGBM_MAX_GRADES
 
-    assert LIGHTGBM_MAX_GRADES == lgbm_stage.max_label_grades("lambdarank") == 10000
-    assert lgbm_stage.max_label_grades("rank_xendcg") == 31
+    assert LIGHTGBM_MAX_GRADES == train.max_label_grades("lambdarank") == 10000
+    assert train.max_label_grades("rank_xendcg") == 31
 
 
 def test_pairwise_objective_gradients_by_hand_and_by_finite_differences():
-    data = lgbm_stage.RankData(features=np.zeros((5, 1), np.float32), label=np.zeros(5, np.int32), group=[3, 2],
+    data = rank_data.RankData(features=np.zeros((5, 1), np.float32), label=np.zeros(5, np.int32), group=[3, 2],
                                graph_offsets=np.array([0, 3, 5]), runtime=np.array([1.0, 2.0, 2.0, 5.0, 5.0]),
                                names=["x"])
-    grad, hess = lgbm_stage.pairwise_objective(data)(np.zeros(5), None)
+    grad, hess = train.pairwise_objective(data)(np.zeros(5), None)
     # query 1: pairs (0,1), (0,2) at sigma(0) = 0.5 each, (1,2) tied; per row / (3 - 1). query 2: tied, no pair.
     np.testing.assert_allclose(grad, [-0.5, 0.25, 0.25, 0.0, 0.0])
     np.testing.assert_allclose(hess, [0.25, 0.125, 0.125, 0.0, 0.0])
 
     rng = np.random.default_rng(0)
     runtime, score = rng.random(6), rng.normal(size=6)
-    one = lgbm_stage.RankData(np.zeros((6, 1), np.float32), np.zeros(6, np.int32), [6], np.array([0, 6]), runtime,
+    one = rank_data.RankData(np.zeros((6, 1), np.float32), np.zeros(6, np.int32), [6], np.array([0, 6]), runtime,
                               ["x"])
 
     def loss(s):   # sum over ordered pairs of log(1 + exp(-(s_fast - s_slow))), per row / (rows - 1)
         return sum(np.log1p(np.exp(-(s[i] - s[j]))) for i in range(6) for j in range(6)
                    if runtime[i] < runtime[j]) / 5
-    grad, _ = lgbm_stage.pairwise_objective(one)(score, None)
+    grad, _ = train.pairwise_objective(one)(score, None)
     numeric = [(loss(score + 1e-6 * e) - loss(score - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
 
@@ -244,7 +245,7 @@ def test_listwise_objectives_learn_the_runtime_rule(cfg, objective):
 def test_schema_objectives_are_the_modules():
     from pipeline.settings_schema import LGBM_OBJECTIVES
 
-    assert LGBM_OBJECTIVES == lgbm_stage.OBJECTIVES
+    assert LGBM_OBJECTIVES == train.OBJECTIVES
 
 
 def test_importance_plot_leaves_out_zero_gain_features(tmp_path, monkeypatch):
@@ -253,9 +254,9 @@ def test_importance_plot_leaves_out_zero_gain_features(tmp_path, monkeypatch):
 
     table = pd.DataFrame({"feature": ["f_a", "f_b", "f_c", "f_d"], "gain": [5.0, 2.0, 0.0, 0.0],
                           "split": [3, 1, 0, 0]})
-    shown, unused = lgbm_stage.plotted_importance(table, top=3)
+    shown, unused = importance.plotted_importance(table, top=3)
     assert shown["feature"].tolist() == ["f_a", "f_b"] and unused == 2
-    assert lgbm_stage.plotted_importance(table, top=1)[0]["feature"].tolist() == ["f_a"]
+    assert importance.plotted_importance(table, top=1)[0]["feature"].tolist() == ["f_a"]
     drawn = {}
     save = Figure.savefig
 
@@ -265,7 +266,7 @@ def test_importance_plot_leaves_out_zero_gain_features(tmp_path, monkeypatch):
         return save(fig, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", record)
-    lgbm_stage.write_importance(table, tmp_path / "importance.csv", tmp_path / "importance.png", 30, "top features")
+    importance.write_importance(table, tmp_path / "importance.csv", tmp_path / "importance.png", 30, "top features")
     assert drawn["bars"] == ["f_b", "f_a"]                       # most important at the top of the chart
     assert drawn["title"] == "top features\n(2 of 4 features with zero gain not shown)"
     assert len(pd.read_csv(tmp_path / "importance.csv")) == 4   # the CSV keeps every feature

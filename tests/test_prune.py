@@ -13,7 +13,8 @@ import pytest
 from conftest import make_tile_arrays, write_npz
 from pipeline.config import compose
 from pipeline.graphnet.losses import hinge_min_gap
-from pipeline.prune import PruneParams, main, prune_collection
+from pipeline.prune import main, prune_collection
+from pipeline.pruning.params import PruneParams
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
 from pipeline.tpugraphs.dataset import Collection, load_graph

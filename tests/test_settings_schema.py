@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from pipeline.config import compose, load_cfg
-from pipeline.settings_schema import (GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS, GNN_REDUCTIONS,
+from pipeline.settings_schema import (GNN_DEVICES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                                       GST_SEGMENTATIONS, check_overrides, known_keys, validate)
 from pipeline.settings_types import SettingsError
 
@@ -128,34 +128,34 @@ def test_override_keys_are_checked_before_hydra():
     assert "gnn.gst.segment_size" in known_keys() and "lgbm.features.opcodes" in known_keys()
 
 
-def test_choices_match_the_modules_that_use_them():
-    """The schema repeats choices of torch-importing modules (so loading a config does not import torch)."""
+def test_the_libraries_act_on_the_choices_the_schema_checks():
+    """One declaration (pipeline/choices.py): the schema and every library use the same tuples, not copies."""
+    from pipeline import choices
+    from pipeline.ensembling.blend import WEIGHTINGS
+    from pipeline.features.table import ALL_GROUPS, NODE_STATS
     from pipeline.graphnet.attention import MIXERS
     from pipeline.graphnet.gst import TRAINING_MODES
     from pipeline.graphnet.layers import NORMS
     from pipeline.graphnet.losses import LOSSES
     from pipeline.graphnet.model import REDUCTIONS
+    from pipeline.graphnet.schedule import SCHEDULES
     from pipeline.graphnet.segments import SEGMENTATIONS
     from pipeline.graphnet.train_loop import pick_device
-
-    assert (GNN_NORMS, GNN_MIXERS, GNN_REDUCTIONS, GNN_LOSSES, GNN_MODES, GST_SEGMENTATIONS) == (
-        NORMS, tuple(MIXERS), REDUCTIONS, LOSSES, TRAINING_MODES, SEGMENTATIONS)
-    from pipeline.features.table import ALL_GROUPS, NODE_STATS
+    from pipeline.lgbm_model.train import LABEL_GAINS, OBJECTIVES
     from pipeline.pruned import WHOLE_GRAPH
     from pipeline.pruning.dedup import DEDUP_MODES
-    from pipeline.settings_schema import LGBM_FEATURE_GROUPS, LGBM_NODE_STATS, PRUNE_DEDUP_MODES, PRUNE_WHOLE_GRAPH
-
-    assert (PRUNE_WHOLE_GRAPH, PRUNE_DEDUP_MODES, LGBM_NODE_STATS, LGBM_FEATURE_GROUPS) == (
-        WHOLE_GRAPH, DEDUP_MODES, tuple(NODE_STATS), tuple(ALL_GROUPS))
-    from pipeline.settings_schema import SYNTH_BUILDERS
     from pipeline.synthesize import BUILDERS
 
-    assert SYNTH_BUILDERS == BUILDERS
+    used = (NORMS, REDUCTIONS, LOSSES, TRAINING_MODES, SCHEDULES, SEGMENTATIONS, WHOLE_GRAPH, DEDUP_MODES, ALL_GROUPS,
+            OBJECTIVES, LABEL_GAINS, WEIGHTINGS, BUILDERS)
+    declared = (choices.GNN_NORMS, choices.GNN_REDUCTIONS, choices.GNN_LOSSES, choices.GNN_MODES,
+                choices.GNN_SCHEDULES, choices.GST_SEGMENTATIONS, choices.PRUNE_WHOLE_GRAPH,
+                choices.PRUNE_DEDUP_MODES, choices.LGBM_FEATURE_GROUPS, choices.LGBM_OBJECTIVES,
+                choices.LGBM_LABEL_GAINS, choices.ENSEMBLE_WEIGHTINGS, choices.SYNTH_BUILDERS)
+    assert all(a is b for a, b in zip(used, declared, strict=True))
+    assert (tuple(MIXERS), tuple(NODE_STATS)) == (choices.GNN_MIXERS, choices.LGBM_NODE_STATS)
+    assert (GNN_NORMS, GNN_MIXERS, GNN_MODES, GST_SEGMENTATIONS) == (NORMS, tuple(MIXERS), TRAINING_MODES, SEGMENTATIONS)
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
-    from pipeline.graphnet.schedule import SCHEDULES
-    from pipeline.settings_schema import GNN_SCHEDULES
-
-    assert GNN_SCHEDULES == SCHEDULES
 
 
 @pytest.mark.parametrize("command", [

@@ -20,10 +20,10 @@ from typing import Mapping
 import numpy as np
 
 from pipeline.costmodel import params_from_cfg
-from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
+from pipeline.hlo.kernel import TileKernel
+from pipeline.tpugraphs.schema import CONFIG_FEAT_BLOCKS, CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM
 
-KERNEL_BOUNDS, OUTPUT_BOUNDS, INPUT_BOUNDS = 0, 8, 16   # first column of each 8-wide group (6 dims, sum, product)
-KERNEL_KINDS = ("conv", "dot", "elementwise", "reduce")
+KERNEL_BOUNDS, OUTPUT_BOUNDS, INPUT_BOUNDS = (CONFIG_FEAT_COLUMN[f"{block}_0"] for block in CONFIG_FEAT_BLOCKS)
 
 
 @dataclass(frozen=True)
@@ -42,31 +42,6 @@ class TileCostParams:
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "TileCostParams":
         return params_from_cfg(cls, cfg)
-
-
-@dataclass(frozen=True)
-class TileKernel:
-    """What the cost model needs to know about a fused kernel.
-
-    Attributes:
-        kind: "conv" (output [B, H, W, Co]), "dot" (output [..., M, N]), "elementwise" or "reduce".
-        out_shape: logical output dimensions; output_bounds tile these.
-        itemsize: bytes per element.
-        contract: dot K; conv input features; reduce: elements reduced per output element.
-        window: conv (kh, kw, stride); others ().
-        n_inputs: elementwise/reduce: arrays streamed in.
-        n_ops: vector ops per output element (fused elementwise chain).
-        f32: matrix-unit work runs in f32.
-    """
-
-    kind: str
-    out_shape: tuple[int, ...]
-    itemsize: int
-    contract: int = 1
-    window: tuple[int, ...] = ()
-    n_inputs: int = 1
-    n_ops: int = 1
-    f32: bool = False
 
 
 def _pad(x, multiple: int):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.choices import LGBM_LAYOUT_GROUPS
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, block_codes
@@ -31,7 +32,7 @@ from pipeline.tpugraphs.schema import (CONVOLUTION_OPCODE, DOT_OPCODE, LAYOUT_BL
 
 NODE_KIND_OPCODES = {"conv": CONVOLUTION_OPCODE, "dot": DOT_OPCODE, "reshape": RESHAPE_OPCODE}
 NODE_KINDS = (*NODE_KIND_OPCODES, "other")    # what the layout_default / layout_perm counts are split by
-LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor")
+LAYOUT_GROUPS = LGBM_LAYOUT_GROUPS
 
 
 @dataclass(frozen=True)

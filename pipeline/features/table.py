@@ -22,12 +22,13 @@ from typing import Iterator
 import numpy as np
 from omegaconf import DictConfig
 
+from pipeline.choices import LGBM_FEATURE_GROUPS, LGBM_GRAPH_GROUPS, LGBM_NODE_STATS
 from pipeline.features import layout as features_layout, tile as features_tile
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs.schema import MAX_OPCODE, OPCODE_COUNT
-GRAPH_GROUPS = ("graph_counts", "opcodes", "node_stats")
-ALL_GROUPS = GRAPH_GROUPS + features_tile.TILE_GROUPS + features_layout.LAYOUT_GROUPS
-NODE_STATS = {"mean": np.mean, "std": np.std, "min": np.min, "max": np.max}
+GRAPH_GROUPS = LGBM_GRAPH_GROUPS
+ALL_GROUPS = LGBM_FEATURE_GROUPS
+NODE_STATS = dict(zip(LGBM_NODE_STATS, (np.mean, np.std, np.min, np.max)))
 
 
 @dataclass(frozen=True)

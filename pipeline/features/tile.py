@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.choices import LGBM_TILE_GROUPS
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
 from pipeline.tpugraphs.schema import (CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM, CONFIG_FEAT_NAMES, IS_ROOT_COLUMN, MAX_DIMS,
                                        SHAPE_COLUMNS)
 
 OUTPUT_BOUNDS = CONFIG_FEAT_COLUMN["output_bounds_0"]   # first of the output tile's MAX_DIMS bounds
-TILE_GROUPS = ("tile_config", "tile_derived")
+TILE_GROUPS = LGBM_TILE_GROUPS
 
 
 def output_shape(graph: PrunedGraph) -> np.ndarray:

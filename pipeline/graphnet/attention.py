@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pipeline.choices import GNN_MIXERS
+
 
 class ConfigGate(nn.Module):
     """[configs, nodes, dim] -> [configs, nodes, dim]: x and x * (configs * softmax_configs(x / T)), mixed linearly."""
@@ -49,7 +51,7 @@ class ConfigCenter(nn.Module):
         return self.mix_self(x) + self.mix_diff(centered)
 
 
-MIXERS = {"gate": ConfigGate, "center": ConfigCenter}
+MIXERS = dict(zip(GNN_MIXERS, (ConfigGate, ConfigCenter)))
 
 
 class ConfigSelfAttention(nn.Module):

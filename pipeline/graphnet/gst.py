@@ -30,12 +30,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.choices import GNN_MODES
 from pipeline.graphnet.data import sample_configs
 from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.segments import SEGMENTATIONS, Segment, build_segments, segment_configs
 from pipeline.pruned import PrunedGraph
 
-TRAINING_MODES = ("pruned", "gst")
+TRAINING_MODES = GNN_MODES
 
 
 @dataclass(frozen=True)
@@ -250,3 +251,14 @@ class GSTTrainer:
     def load_state_dict(self, state: dict) -> None:
         self.table.load_state_dict(state["table"])
         self.cycles.load_state_dict(state["cycles"])
+
+
+def gst_settings(gnn, kind: str) -> GSTSettings | None:
+    """The GST settings of the `gnn` group when gnn.mode=gst and the collection `kind` is layout (tile graphs train
+    whole), else None."""
+    mode = str(gnn.mode)
+    if mode not in TRAINING_MODES:
+        raise ValueError(f"gnn.mode={mode!r}; expected one of {TRAINING_MODES}")
+    if mode != "gst" or kind != "layout":
+        return None
+    return GSTSettings.from_cfg(gnn.gst)

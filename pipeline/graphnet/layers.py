@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pipeline.choices import GNN_NORMS
 from pipeline.graphnet.data import GraphTensors
 
-NORMS = ("instance", "layer", "none")
+NORMS = GNN_NORMS
 
 
 def mean_aggregate(x: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, inv_deg: torch.Tensor) -> torch.Tensor:

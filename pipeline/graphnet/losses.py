@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import torch
 
+from pipeline.choices import GNN_LOSSES
 from pipeline.pruned import spread_quantile
 
-LOSSES = ("pairwise_hinge", "listmle")
+LOSSES = GNN_LOSSES
 
 
 def _check(scores: torch.Tensor, runtimes: torch.Tensor) -> None:

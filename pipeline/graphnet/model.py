@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from pipeline.choices import GNN_REDUCTIONS
 from pipeline.config import by_search
 from pipeline.graphnet.attention import MIXERS, ConfigSelfAttention
 from pipeline.graphnet.chunked import chunk_configs, chunked_summary
@@ -23,7 +24,7 @@ from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileC
 from pipeline.graphnet.layers import SAGEBlock, SharedDropout
 from pipeline.tpugraphs.schema import COLLECTION_KINDS
 
-REDUCTIONS = ("sum", "mean")
+REDUCTIONS = GNN_REDUCTIONS
 
 
 @dataclass(frozen=True)

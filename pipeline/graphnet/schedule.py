@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-SCHEDULES = ("plateau", "constant", "cosine")
+from pipeline.choices import GNN_SCHEDULES
+
+SCHEDULES = GNN_SCHEDULES
 STOP_PLATEAU = "plateau"
 STOP_BUDGET = "budget"
 

@@ -21,11 +21,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from pipeline.choices import GST_SEGMENTATIONS
 from pipeline.graphnet.data import GraphTensors, graph_tensors
 from pipeline.pruned import PrunedGraph
 from pipeline.pruning.subgraph import induced_subgraph, khop_mask
 
-SEGMENTATIONS = ("contiguous", "node_splits")   # how a graph is cut into segments (gnn.gst.segmentation)
+SEGMENTATIONS = GST_SEGMENTATIONS   # how a graph is cut into segments (gnn.gst.segmentation)
 
 
 @dataclass

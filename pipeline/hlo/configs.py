@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import HloGraph
-from pipeline.costmodel.layout import default_layouts, permutations
+from pipeline.hlo.layout_ids import default_layouts, permutations
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
 
 SEARCHES = ("random", "default")

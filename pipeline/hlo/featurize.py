@@ -1,12 +1,12 @@
 """HLO text -> TpuGraphs graphs: one layout program per module, one tile program per fused kernel.
 
-Public API (used by `pipeline.featurize` and by the built-in dataset generator):
+Public API (used by `pipeline.featurizer` and by the built-in dataset generator):
 - `parse_module(text, source)`: the parsed, fully checked module (raises `HloParseError` naming the line).
 - `layout_program(module)`: the whole module as one graph (every computation's instructions, see
   `pipeline.hlo.lower`) with its 140 node_feat columns and the nodes the compiler may assign layouts to.
 - `tile_programs(module)`: one graph per fusion outside fused computations (its fused computation and what that
   calls), with the `TileKernel` the tile cost model needs. A module without fusions (unoptimised text) has none.
-- `layout_configs(...)` / `tile_configs(...)`: candidate node_config_feat / config_feat rows.
+- `layout_configs(...)`: candidate node_config_feat rows (tile config_feat rows: `pipeline.featurizer.tile_configs`).
 
 Configurable nodes (layout): convolutions, dots and reshapes (`opcodes.CONFIGURABLE`, the ones the layout cost
 model prices) of rank 1..6 whose operands have rank <= 6 (a config block holds 6 dims), in any computation.
@@ -19,23 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.costmodel.tile import TileCostParams, TileKernel
-from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
 from pipeline.hlo.graph import HloGraph
-from pipeline.hlo.kernel import tile_kernel
+from pipeline.hlo.kernel import TileKernel, tile_kernel
 from pipeline.hlo.lower import build_graph, callees, computation_order, instruction_order
 from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.hlo.text import HloModule, HloParseError, parse_text
-from pipeline.synth.tiles import default_config, sample_tile_configs
 
-__all__ = ["HloModule", "HloParseError", "LayoutProgram", "TileProgram", "TileSearch", "SearchParams",
-           "parse_module", "layout_program", "tile_programs", "layout_configs", "tile_configs",
-           "configurable_nodes"]
+__all__ = ["HloModule", "HloParseError", "LayoutProgram", "TileProgram", "SearchParams",
+           "parse_module", "layout_program", "tile_programs", "layout_configs", "configurable_nodes"]
 
 MAX_LAYOUT_RANK = 6
-TILE_OVERSAMPLE = 4            # tile rows drawn per wanted row before duplicates are dropped
 
 
 @dataclass(frozen=True)
@@ -61,14 +56,6 @@ class TileProgram:
     node_feat: np.ndarray        # [nodes, 140] float32
     node_opcode: np.ndarray      # [nodes] uint8
     edge_index: np.ndarray       # [edges, 2] int64
-
-
-@dataclass(frozen=True)
-class TileSearch:
-    """Tile-size sampling: smallest (second-minor, minor) tile, and the cost constants of the compiler default."""
-
-    min_tile: tuple[int, int]
-    cost: TileCostParams
 
 
 def parse_module(text: str, source: str = "<text>") -> HloModule:
@@ -142,16 +129,3 @@ def layout_configs(program: LayoutProgram, search: str, n_configs: int, params: 
     default_prob = float(rng.uniform(*params.default_block_prob))
     feat = sample_layout_configs(block_specs(program.graph, ids), n_configs, search, params, default_prob, rng)
     return ids, feat
-
-
-def tile_configs(program: TileProgram, n_configs: int, search: TileSearch, rng: np.random.Generator) -> np.ndarray:
-    """float32 [C, 24], C <= n_configs distinct rows: the compiler default plus sampled tile sizes, shuffled.
-
-    C is smaller than n_configs only when the kernel has fewer distinct tilings.
-    """
-    default_row = default_config(program.kernel, search.cost)
-    drawn = sample_tile_configs(program.kernel, n_configs * TILE_OVERSAMPLE, default_row, 0.0, rng, search.min_tile)
-    rows = np.concatenate([default_row.reshape(1, CONFIG_FEAT_DIM), drawn])   # [1 + drawn, 24]
-    _, first = np.unique(rows, axis=0, return_index=True)
-    keep = np.sort(first)[:n_configs]
-    return rows[keep][rng.permutation(len(keep))]

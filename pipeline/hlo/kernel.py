@@ -14,16 +14,43 @@ fusion's `calls=` computation); the fused computation comes last, so its root is
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 
-from pipeline.costmodel.tile import TileKernel
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
+from pipeline.tpugraphs.schema import MAX_DIMS
 
-MAX_TILE_DIMS = 6                                 # output_bounds holds 6 dims
+MAX_TILE_DIMS = MAX_DIMS                          # output_bounds holds 6 dims
 NON_COMPUTE = frozenset({op.PARAMETER, op.CONSTANT, op.TUPLE, op.GET_TUPLE_ELEMENT, op.BROADCAST, op.BITCAST,
                          op.RESHAPE, op.IOTA})
 DEFAULT_ITEMSIZE = 1                              # sub-byte and 8-bit float types
+KERNEL_KINDS = ("conv", "dot", "elementwise", "reduce")
+
+
+@dataclass(frozen=True)
+class TileKernel:
+    """What the cost model needs to know about a fused kernel.
+
+    Attributes:
+        kind: "conv" (output [B, H, W, Co]), "dot" (output [..., M, N]), "elementwise" or "reduce".
+        out_shape: logical output dimensions; output_bounds tile these.
+        itemsize: bytes per element.
+        contract: dot K; conv input features; reduce: elements reduced per output element.
+        window: conv (kh, kw, stride); others ().
+        n_inputs: elementwise/reduce: arrays streamed in.
+        n_ops: vector ops per output element (fused elementwise chain).
+        f32: matrix-unit work runs in f32.
+    """
+
+    kind: str
+    out_shape: tuple[int, ...]
+    itemsize: int
+    contract: int = 1
+    window: tuple[int, ...] = ()
+    n_inputs: int = 1
+    n_ops: int = 1
+    f32: bool = False
 
 
 def kernel_output(graph: HloGraph) -> HloNode:

@@ -15,8 +15,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from pipeline.choices import PRUNE_DEDUP_MODES
+
 DIGEST_BYTES = 16
-DEDUP_MODES = ("min", "mean")
+DEDUP_MODES = PRUNE_DEDUP_MODES
 
 
 @dataclass(frozen=True)

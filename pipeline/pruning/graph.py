@@ -23,6 +23,7 @@ import numpy as np
 from pipeline.files import atomic_path
 from pipeline.pruning.dedup import Dedup, aggregate, dedup_chunks, identity_dedup, relative_spread
 from pipeline.pruning.normalize import ColumnStats, Normalizer, signed_log
+from pipeline.pruning.params import PruneParams
 from pipeline.pruned import PrunedGraph, save_pruned_graph
 from pipeline.pruning.repad import repad_config_feat, repad_node_feat
 from pipeline.pruning.subgraph import khop_subgraph
@@ -32,17 +33,6 @@ from pipeline.tpugraphs.npy import NpyStreamWriter
 from pipeline.tpugraphs.schema import LABELLED_SPLITS
 
 NODE_CONFIG_FEAT_FILE = "node_config_feat.npy"
-
-
-@dataclass(frozen=True)
-class GraphParams:
-    """What one graph's pruning depends on (from `conf/prune`)."""
-
-    hops: int | None          # None = whole graph
-    pad_value: float
-    dedup: str                # "min" | "mean"
-    chunk_size: int           # configs per streamed node_config_feat chunk
-    log_mask: np.ndarray      # bool [140], node_feat columns logged before the train statistics
 
 
 @dataclass
@@ -80,7 +70,7 @@ def _stream_node_config_feat(graph: Graph, path: Path, chunk_size: int) -> Dedup
         return identity_dedup(n_configs)
 
 
-def prune_graph(graph: Graph, params: GraphParams,
+def prune_graph(graph: Graph, params: PruneParams,
                 folder: Path) -> tuple[dict, ColumnStats | None, np.ndarray | None]:
     """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row, train statistics and, on train,
     the relative runtime spread of its groups of identical configurations (`dedup.relative_spread`).
@@ -123,7 +113,7 @@ def prune_graph(graph: Graph, params: GraphParams,
     return row, stats, relative_spread(runtime, dedup) if train else None
 
 
-def prune_file(path: Path, collection: Collection, split: str, source_file: str, params: GraphParams,
+def prune_file(path: Path, collection: Collection, split: str, source_file: str, params: PruneParams,
                split_dir: Path) -> GraphResult:
     """Load, validate and prune one file into `<split_dir>/<stem>/`; a format error is returned, not raised.
 

@@ -9,7 +9,7 @@ Per program of `pipeline.zoo.registry.programs` (source, split, family, size):
 Every graph also gets its ceiling: the official metric of ranking its configs by the noise-free cost model
 against the measured runtimes (Kendall tau for layout, the tile score for tile); the collection's ceiling per
 split is the mean over its graphs, stored in stats.json. Randomness is keyed per (what, collection, split,
-program) as in `pipeline.synth.dataset`, so a seed gives a byte-identical dataset.
+program) as in `pipeline.templates.dataset`, so a seed gives a byte-identical dataset.
 """
 from __future__ import annotations
 
@@ -26,15 +26,15 @@ from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
-from pipeline.hlo.featurize import (HloModule, LayoutProgram, TileProgram, TileSearch, fusions, layout_program,
-                                    parse_module, tile_configs)
+from pipeline.hlo.featurize import HloModule, LayoutProgram, TileProgram, fusions, layout_program, parse_module
 from pipeline.hlo.kernel import tile_kernel
 from pipeline.hlo.lower import build_graph
 from pipeline.hlo.node_features import node_feat_matrix, with_layouts
 from pipeline.scoring.metrics import kendall_tau, tile_score
-from pipeline.synth import writer
-from pipeline.synth.dataset import finish, graph_rng, log_uniform, stats_row
-from pipeline.synth.tiles import default_config
+from pipeline.featurizer.tile_configs import TileSearch, default_config, tile_configs
+from pipeline.seeds import graph_rng
+from pipeline.synth.common import finish, log_uniform, stats_row
+from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import SPLITS, Collection
 from pipeline.zoo.common import compiled_text, lowered_text
 from pipeline.zoo.registry import ZooProgram, programs

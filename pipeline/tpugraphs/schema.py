@@ -97,6 +97,14 @@ CONFIG_FEAT_COLUMN = {name: i for i, name in enumerate(CONFIG_FEAT_NAMES)}
 LAYOUT_BLOCKS = ("output", "input", "kernel")   # node_config_feat: one minor-to-major block per tensor
 NODE_CONFIG_FEAT_DIM = len(LAYOUT_BLOCKS) * MAX_DIMS   # 18
 LAYOUT_VALUE_MIN, LAYOUT_VALUE_MAX = -1, 5      # node_config_feat: minor-to-major dims 0..5, -1 = padding/default
+
+
+def layout_block(block: str) -> slice:
+    """The node_config_feat columns of one LAYOUT_BLOCKS block (`output` 0:6, `input` 6:12, `kernel` 12:18)."""
+    start = LAYOUT_BLOCKS.index(block) * MAX_DIMS
+    return slice(start, start + MAX_DIMS)
+
+
 assert NODE_FEAT_DIM == 140 and CONFIG_FEAT_DIM == 24 and LAYOUT_COLUMNS.stop == NODE_FEAT_DIM
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import NCHW, HloBuilder, Window
-from pipeline.costmodel.layout import (LayoutCostModel, LayoutCostParams, default_layouts, layout_id,
-                                             permutations)
+from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.hlo.layout_ids import default_layouts, layout_id, permutations
 
 # 1 byte/ns, no launch cost, op overhead 100 ns, copy overhead 10 ns: runtimes are byte counts plus overheads.
 PARAMS = LayoutCostParams(tile=(8, 128), flops_per_ns=1.0, f32_slowdown=1.0, bytes_per_ns=1.0, op_overhead_ns=100.0,

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams, layout_id
+from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.hlo.layout_ids import layout_id
 from pipeline.costmodel.noise import measure
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import DotDims, HloBuilder

@@ -8,7 +8,7 @@ from pipeline.hlo import opcodes as op
 from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.hlo.graph import HloBuilder
 from pipeline.hlo.node_features import node_feat_matrix
-from pipeline.synth.templates import conv_net, transformer
+from pipeline.templates.graphs import conv_net, transformer
 
 SEARCH = SearchParams(default_block_prob=(0.3, 0.3), perturbed_nodes_mean=1.0, swap_prob=0.5,
                       duplicate_fraction=0.05)

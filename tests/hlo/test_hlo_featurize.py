@@ -11,7 +11,7 @@ import pytest
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.configs import SearchParams
 from pipeline.hlo.featurize import layout_configs, layout_program, parse_module, tile_programs
-from pipeline.synth import writer
+from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import load_graph, validate_node_config_feat
 
 SEARCH = SearchParams(default_block_prob=(0.2, 0.6), perturbed_nodes_mean=1.0, swap_prob=0.5,

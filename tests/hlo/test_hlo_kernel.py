@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.costmodel.tile import TileCostParams, TileKernel, tile_runtime_ns
+from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
+from pipeline.featurizer.tile_configs import TileSearch, default_config, tile_configs
+from pipeline.hlo.kernel import TileKernel
 from pipeline.hlo import opcodes as op
-from pipeline.hlo.featurize import TileSearch, parse_module, tile_configs, tile_programs
+from pipeline.hlo.featurize import parse_module, tile_programs
 from pipeline.hlo.kernel import fold_shape
-from pipeline.synth.tiles import default_config
 
 FUSED = """HloModule kernels
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.config import compose
-from pipeline.costmodel.tile import TileKernel
+from pipeline.hlo.kernel import TileKernel
 from pipeline.synth.programs import ProgramSettings, largest_kernels
 
 

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from pipeline.config import compose
-from pipeline.synth.dataset import Settings, tile_example
-from pipeline.costmodel.tile import TileCostParams, TileKernel, tile_runtime_ns
-from pipeline.synth.tiles import encode_config
+from pipeline.templates.dataset import Settings, tile_example
+from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
+from pipeline.hlo.kernel import TileKernel
+from pipeline.featurizer.tile_configs import encode_config
 
 # memory-bound probe: 1 byte/ns, vector unit effectively free, 100 ns per tile, no launch cost
 PARAMS = TileCostParams(tile=(8, 128), flops_per_ns=1e12, f32_slowdown=1.0, bytes_per_ns=1.0,
@@ -62,7 +63,7 @@ def test_tile_graphs_are_small_fused_kernels(settings):
 
 
 def test_write_tile_graph_writes_a_graph_the_loader_accepts(settings, tmp_path):
-    from pipeline.synth.dataset import write_tile_graph
+    from pipeline.templates.dataset import write_tile_graph
     from pipeline.tpugraphs.dataset import Collection, load_graph
     from pipeline.tpugraphs.schema import NPZ_SUBDIR
 

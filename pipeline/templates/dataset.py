@@ -1,4 +1,5 @@
-"""Generate the whole synthetic dataset (every collection and split) into a folder.
+"""The template generator (`data=synthetic_full`, the benchmarks): the whole synthetic dataset (every collection and
+split) from graph templates, into a folder.
 
 Randomness: every graph gets its own generator seeded from (seed, what, source/collection, split, index), so
 output is byte-identical for a seed and one graph does not depend on how many others are generated. The two
@@ -7,7 +8,6 @@ their configurations.
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -16,16 +16,19 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.files import atomic_path
-from pipeline.synth import writer
+from pipeline.seeds import graph_rng
+from pipeline.synth.common import finish, log_uniform, stats_row
+from pipeline.tpugraphs import writer
 from pipeline.hlo.configs import SearchParams, block_specs, choose_config_nodes, sample_layout_configs
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
 from pipeline.hlo.node_features import node_feat_matrix, with_layouts
-from pipeline.synth.templates import TEMPLATES
+from pipeline.templates.graphs import TEMPLATES
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
-from pipeline.synth.tiles import benchmark_name, default_config, sample_tile_configs, tile_graph
+from pipeline.featurizer.tile_configs import default_config, sample_tile_configs
+from pipeline.templates.tiles import benchmark_name, tile_graph
 from pipeline.tpugraphs.dataset import SPLITS, Collection
-from pipeline.tpugraphs.schema import NPZ_SUBDIR, STATS_FILE, TRUTH_SUBDIR
+from pipeline.tpugraphs.schema import NPZ_SUBDIR, TRUTH_SUBDIR
 
 TILE_GRAPHS_PER_BENCHMARK = 6
 
@@ -59,22 +62,6 @@ class Settings:
                    SearchParams.from_cfg(s["search"]), LayoutCostParams.from_cfg(s["layout_cost"]),
                    TileCostParams.from_cfg(s["tile_cost"]), tuple(s["tile_search"]["min_tile"]),
                    float(s["tile_search"]["default_share"]))
-
-
-def graph_rng(seed: int, *key: str | int) -> np.random.Generator:
-    """A generator for one (what, collection, split, index) key, independent of every other key."""
-    words = [zlib.crc32(str(k).encode()) for k in key]
-    return np.random.default_rng(np.random.SeedSequence([seed, *words]))
-
-
-def log_uniform(rng: np.random.Generator, bounds) -> int:
-    """An integer in [lo, hi], log-uniform (config counts are heavy-tailed in the real data)."""
-    lo, hi = bounds
-    return int(np.clip(round(float(np.exp(rng.uniform(np.log(lo), np.log(hi + 1))))), lo, hi))
-
-
-def stats_row(n_nodes: int, n_edges: int, n_configs: int) -> dict:
-    return {"graphs": 1, "nodes": n_nodes, "edges": n_edges, "configs": n_configs}
 
 
 def layout_graph(s: Settings, source: str, split: str, index: int):
@@ -189,11 +176,3 @@ def synthesize(s: Settings, collections: list[str], out_dir: str | Path, progres
                    "collections": stats}
         finish(tmp, parsed, summary)
     return summary
-
-
-def finish(tmp: Path, collections: list[Collection], summary: dict) -> None:
-    """Create empty split folders and write stats.json into the dataset folder being written."""
-    for c in collections:   # empty splits still exist on disk
-        for split in SPLITS:
-            (tmp / NPZ_SUBDIR / c.subdir / split).mkdir(parents=True, exist_ok=True)
-    writer.write_stats(tmp / STATS_FILE, summary)

@@ -1,0 +1,28 @@
+"""Every closed set of choices a setting may take, declared once, in a module that imports nothing.
+
+The schema (pipeline/settings_schema.py) checks settings against these tuples and the libraries that act on the
+choices import the same tuples, so loading a config imports neither torch nor any stage's library and no choice is
+spelled twice.
+"""
+from __future__ import annotations
+
+GNN_NORMS = ("instance", "layer", "none")             # pipeline.graphnet.layers
+GNN_MIXERS = ("gate", "center")                       # pipeline.graphnet.attention (MIXERS maps them to modules)
+GNN_REDUCTIONS = ("sum", "mean")                      # pipeline.graphnet.model
+GNN_LOSSES = ("pairwise_hinge", "listmle")            # pipeline.graphnet.losses
+GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst
+GNN_SCHEDULES = ("plateau", "constant", "cosine")     # pipeline.graphnet.schedule
+GST_SEGMENTATIONS = ("contiguous", "node_splits")     # pipeline.graphnet.segments
+GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
+PRUNE_WHOLE_GRAPH = "all"                             # prune.hops value that keeps every node (what GST trains on)
+PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup
+LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table (NODE_STATS maps them to numpy)
+LGBM_GRAPH_GROUPS = ("graph_counts", "opcodes", "node_stats")                        # pipeline.features.table
+LGBM_TILE_GROUPS = ("tile_config", "tile_derived")                                   # pipeline.features.tile
+LGBM_LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.layout
+LGBM_FEATURE_GROUPS = LGBM_GRAPH_GROUPS + LGBM_TILE_GROUPS + LGBM_LAYOUT_GROUPS
+LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm_model.train
+LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.train
+LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
+ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blend
+SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator

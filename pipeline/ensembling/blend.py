@@ -1,0 +1,105 @@
+"""Blend model predictions per graph: normalise each member's scores, weight them, sum; `blend` (whole splits) and
+`blend_graph` (one graph) are the ensemble's inference entry points, `read_weights` the weights stage ensemble chose.
+
+Scores are first normalised within each graph (`minmax` or `rank`), so members on different scales mix fairly.
+`pick_weights` sets the weights: `equal` averages the members, `grid` scores a weight grid over the simplex on
+valid (`choose_weights`).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from pipeline.choices import ENSEMBLE_WEIGHTINGS
+from pipeline.predictions import Predictions
+from pipeline.scoring import metrics
+
+WEIGHTINGS = ENSEMBLE_WEIGHTINGS
+
+
+def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
+    """Rescale one graph's scores to [0, 1] keeping their order: `minmax` or `rank` (ties share a rank)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if method == "rank":
+        scores = rankdata(scores, method="average")
+    elif method != "minmax":
+        raise ValueError(f"ensemble.normalize={method!r}; expected 'minmax' or 'rank'")
+    span = scores.max() - scores.min()
+    return (scores - scores.min()) / span if span > 0 else np.zeros_like(scores)
+
+
+def weight_grid(n_members: int, step: float) -> np.ndarray:
+    """All weight vectors on the simplex with the given step: [candidates, members], each row sums to 1."""
+    ticks = int(round(1 / step))
+    rows = [c for c in itertools.product(range(ticks + 1), repeat=n_members) if sum(c) == ticks]
+    return np.array(rows, dtype=np.float64) / ticks
+
+
+def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> Predictions:
+    """Weighted sum of the members' per-graph normalised scores."""
+    blended = Predictions()
+    for graph_id in members[0]:
+        blended[graph_id] = sum(w * normalize_scores(m[graph_id], method) for w, m in zip(weights, members))
+    return blended
+
+
+def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
+                   step: float, method: str) -> tuple[np.ndarray, float]:
+    """The grid weights with the best mean validation score; returns (weights, score).
+
+    Ties (a saturated validation score, e.g. tile at 1.0) go to the most even weights (least sum of squares), the
+    blend that trusts the validation set least, and then to the first on the grid.
+    """
+    best_weights, best_key = None, (-np.inf, -np.inf)
+    for weights in weight_grid(len(members), step):
+        score = metrics.score_predictions(kind, blend(members, weights, method), truth)["score"]
+        key = (score, -float(np.sum(weights ** 2)))
+        if key[0] > best_key[0] + 1e-12 or (abs(key[0] - best_key[0]) <= 1e-12 and key[1] > best_key[1] + 1e-12):
+            best_weights, best_key = weights, key
+    return best_weights, best_key[0]
+
+
+def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray], weighting: str,
+                 step: float, method: str) -> np.ndarray:
+    """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
+    if weighting == "equal":
+        return np.full(len(members), 1.0 / len(members))
+    if weighting != "grid":
+        raise ValueError(f"ensemble.weighting={weighting!r}; expected one of {list(WEIGHTINGS)}")
+    return choose_weights(kind, members, truth, step, method)[0]
+
+
+def gain_over_best_member(member_scores: Mapping[str, Mapping[str, float]],
+                          ensemble_scores: Mapping[str, float]) -> dict:
+    """{best_member, gain: {split: ensemble - that member}}; the best member is the one best on valid.
+
+    member_scores: {split: {member: score}}; ensemble_scores: {split: score}; splits without scores are skipped.
+    """
+    best = max(member_scores["valid"], key=lambda m: member_scores["valid"][m])
+    return {"best_member": best, "gain": {split: float(ensemble_scores[split] - scores[best])
+                                          for split, scores in member_scores.items() if split in ensemble_scores}}
+
+
+def blend_graph(member_scores: Mapping[str, np.ndarray], weights: Mapping[str, float], method: str) -> np.ndarray:
+    """float64 [configs]: one graph's blended score from each weighted member's scores (keys of `weights`)."""
+    missing = sorted(set(weights) - set(member_scores))
+    if missing:
+        raise ValueError(f"blend_graph: no scores of members {missing}")
+    return sum(float(w) * normalize_scores(member_scores[m], method) for m, w in weights.items())
+
+
+def read_weights(path: str | Path) -> dict[str, float]:
+    """The member weights in a metrics file of stage ensemble (`<metrics_dir>/ensemble/<slug>.json`, key `weights`);
+    FileNotFoundError / ValueError naming the file when it is missing or holds none."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; run stage ensemble for this collection first")
+    weights = json.loads(path.read_text()).get("weights")
+    if not isinstance(weights, dict) or not weights:
+        raise ValueError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+    return {str(m): float(w) for m, w in weights.items()}

@@ -1,0 +1,193 @@
+"""Write HLO programs as TpuGraphs test graphs in the official npz folder layout (command featurize's library).
+
+Per program: `OUT/npz/layout/xla/{random,default}/test/<stem>.npz` (the whole module) and
+`OUT/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel). Every program is parsed before anything
+is written; each collection's test folder is staged, validated with the data layer and then swapped in whole, so a
+crash leaves the previous folder. `link_train_from` links an existing root's train and valid splits beside them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.costmodel.tile import TileCostParams
+from pipeline.files import remove
+from pipeline.featurizer.tile_configs import TileSearch, tile_configs
+from pipeline.hlo.featurize import HloModule, SearchParams, layout_configs, layout_program, parse_module, tile_programs
+from pipeline.seeds import graph_rng
+from pipeline.tpugraphs import writer
+from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
+from pipeline.tpugraphs.schema import LABELLED_SPLITS
+from pipeline.tpugraphs.schema import NPZ_SUBDIR
+
+TEST_SPLIT = "test"
+STEM_SUFFIXES = (".txt", ".hlo", ".pbtxt")
+TILE_HASH_DIGITS = 16              # tile stems: <program>_<16 hex>, as the official `<benchmark>_<hash>`
+STAGING, RETIRED = ".staging", ".retired"
+
+
+@dataclass(frozen=True)
+class FeaturizeSettings:
+    seed: int
+    collections: tuple[Collection, ...]
+    layout_configs: int
+    tile_configs: int
+    max_config_nodes: int | None
+    chunk_configs: int
+    search: SearchParams
+    tile_search: TileSearch
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping) -> "FeaturizeSettings":
+        """From the `featurize` config group."""
+        tile = cfg["tile_search"]
+        cap = cfg["max_config_nodes"]
+        return cls(int(cfg["seed"]), tuple(Collection.parse(c) for c in cfg["collections"]),
+                   int(cfg["layout_configs"]), int(cfg["tile_configs"]), None if cap is None else int(cap),
+                   int(cfg["chunk_configs"]), SearchParams.from_cfg(cfg["search"]),
+                   TileSearch(tuple(tile["min_tile"]), TileCostParams.from_cfg(tile["cost"])))
+
+
+def program_stem(path: Path) -> str:
+    """File name without .txt/.hlo/.pbtxt suffixes, characters outside [A-Za-z0-9._-] replaced by '_'."""
+    name = path.name
+    while any(name.endswith(s) and len(name) > len(s) for s in STEM_SUFFIXES):
+        name = name[:name.rfind(".")]
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def read_programs(paths: Sequence[Path]) -> list[tuple[str, HloModule]]:
+    """(stem, parsed module) per file; raises HloParseError / ValueError before anything is written."""
+    programs, seen = [], {}
+    for path in paths:
+        stem = program_stem(path)
+        if stem in seen:
+            raise ValueError(f"{path}: same file stem {stem!r} as {seen[stem]}; rename one of them")
+        seen[stem] = path
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path}: cannot read HLO text ({err})") from None
+        programs.append((stem, parse_module(text, str(path))))
+    return programs
+
+
+def _graph_arrays(program) -> dict[str, np.ndarray]:
+    return {"node_feat": program.node_feat, "node_opcode": program.node_opcode, "edge_index": program.edge_index}
+
+
+def write_layout(module: HloModule, stem: str, collection: Collection, s: FeaturizeSettings, folder: Path) -> int:
+    """Write one layout test file of `collection`'s search; returns 1, or 0 when nothing is configurable."""
+    program = layout_program(module)
+    if len(program.config_node_ids) == 0:
+        return 0
+    rng = graph_rng(s.seed, "featurize-layout", collection.slug, stem)
+    ids, feat = layout_configs(program, collection.search, s.layout_configs, s.search, rng, s.max_config_nodes)
+    chunks = (feat[i:i + s.chunk_configs].astype(np.float32) for i in range(0, len(feat), s.chunk_configs))
+    writer.write_layout_file(folder / f"{stem}.npz", _graph_arrays(program), ids, program.node_splits, len(feat),
+                             chunks, [np.zeros(len(feat))], test=True)
+    return 1
+
+
+def kernel_digest(program) -> str:
+    """Hex digest of a kernel graph's arrays: identical kernels share it."""
+    h = hashlib.sha256()
+    for array in _graph_arrays(program).values():
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()[:TILE_HASH_DIGITS]
+
+
+def write_tiles(module: HloModule, stem: str, collection: Collection, s: FeaturizeSettings, folder: Path) -> int:
+    """Write one tile test file per distinct fused kernel; returns how many."""
+    written = set()
+    for program in tile_programs(module):
+        digest = kernel_digest(program)
+        if digest in written:
+            continue
+        written.add(digest)
+        rng = graph_rng(s.seed, "featurize-tile", stem, digest)
+        config_feat = tile_configs(program, s.tile_configs, s.tile_search, rng)
+        zeros = np.zeros(len(config_feat), dtype=np.int64)
+        writer.write_tile_file(folder / f"{stem}_{digest}.npz", _graph_arrays(program), config_feat, zeros, zeros,
+                               test=True)
+    return len(written)
+
+
+def validate_folder(folder: Path, collection: Collection) -> None:
+    """Load every file of a staged test folder with the data layer (raises TpuGraphsFormatError)."""
+    for path in sorted(folder.glob("*.npz")):
+        validate_node_config_feat(load_graph(path, collection, TEST_SPLIT))
+
+
+def _swap_in(staged: Path, final: Path) -> None:
+    """Replace `final` (a folder or a link) by `staged` with renames only."""
+    retired = final.with_name(final.name + RETIRED)
+    remove(retired)
+    if final.is_symlink() or final.exists():
+        final.rename(retired)
+    staged.rename(final)
+    remove(retired)
+
+
+def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> int:
+    """Hard-link (copy across file systems) `root`'s train and valid files of each collection into out/npz.
+
+    Links are plain files: they survive the source folder being rewritten or removed (e.g. `dvc repro synthesize`
+    rebuilding data/synthetic) and DVC hashes them like any file. Returns the number of files linked.
+    """
+    source, linked = npz_root(root), 0
+    for collection in collections:
+        for split in LABELLED_SPLITS:
+            folder = source / collection.subdir / split
+            if not folder.is_dir():
+                raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
+            final = out / NPZ_SUBDIR / collection.subdir / split
+            staged = final.with_name(split + STAGING)
+            remove(staged)
+            staged.mkdir(parents=True)
+            for path in sorted(folder.glob("*.npz")):
+                try:
+                    os.link(path, staged / path.name)
+                except OSError:
+                    shutil.copy2(path, staged / path.name)
+                linked += 1
+            _swap_in(staged, final)
+    return linked
+
+
+def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from: Path | None = None,
+              progress: bool = True) -> dict[str, int]:
+    """Write every program's test files under out/npz; returns the file count per collection slug."""
+    if train_from is not None and out.resolve() == Path(train_from).resolve():
+        raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
+    programs = read_programs([Path(p) for p in paths])
+    folders = {c.slug: out / NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
+    for folder in folders.values():
+        remove(folder)
+        folder.mkdir(parents=True)
+    counts = dict.fromkeys(folders, 0)
+    for stem, module in tqdm(programs, desc="featurize", unit="program", disable=not progress):
+        for c in s.collections:
+            write = write_tiles if c.kind == "tile" else write_layout
+            counts[c.slug] += write(module, stem, c, s, folders[c.slug])
+    written = [c for c in s.collections if counts[c.slug]]
+    for c in written:
+        validate_folder(folders[c.slug], c)
+    for c in s.collections:                     # a collection without graphs gets no folder (an empty split is
+        final = folders[c.slug].with_name(TEST_SPLIT)   # refused by the data layer), old files of a rerun go too
+        if counts[c.slug]:
+            _swap_in(folders[c.slug], final)
+        else:
+            remove(folders[c.slug])
+            remove(final)
+    if train_from is not None:
+        link_train_from(train_from, out, written)
+    return counts

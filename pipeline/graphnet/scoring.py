@@ -1,0 +1,53 @@
+"""The GNN's one inference entry point: load the members stage gnn saved and score pruned graphs with them.
+
+A member scores graphs on the stage's inference path (`member_predictions`: TTA orderings from the member's seed,
+GST segments when gnn.mode=gst on a layout collection); the seed ensemble rank-averages its members
+(`seed_ensemble_scores`, pipeline/graphnet/members.py). Stage `gnn`, command `predict` and the tools built on the
+model all score through these functions, so they rank a graph identically.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from pipeline.graphnet import checkpoint as ckpt
+from pipeline.graphnet.gst import SegmentCache, gst_settings
+from pipeline.graphnet.infer import InferSettings, predict_graphs
+from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+from pipeline.graphnet.train_loop import pick_device
+from pipeline.predictions import Predictions
+from pipeline.pruned import PrunedGraph
+
+
+def load_member(model_dir: str | Path, member: int, device: torch.device, infer_chunk_mb) -> nn.Module:
+    """Member `member`'s best model from a collection's model folder (`<models_dir>/gnn/<slug>`), on `device`;
+    FileNotFoundError naming the file when stage gnn has not written it."""
+    model_file = member_dir(model_dir, member) / ckpt.MODEL_FILE
+    if not model_file.is_file():
+        raise FileNotFoundError(f"{model_file}: missing; run stage gnn for this collection first (with this gnn.seeds)")
+    net, _ = ckpt.load_model(model_file, map_location=device, infer_chunk_mb=infer_chunk_mb)
+    return net
+
+
+def member_predictions(model: nn.Module, kind: str, graphs: Sequence[PrunedGraph], gnn, seed: int,
+                       device: torch.device, progress: bool = False) -> Predictions:
+    """One member's scores of every config of `graphs` (TTA orderings from the member's `seed`; settings: the
+    `gnn` group)."""
+    gst = gst_settings(gnn, kind)
+    segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
+    return predict_graphs(model.to(device), kind, graphs, InferSettings.from_cfg(gnn), seed, device,
+                          progress=progress, segments=segments)
+
+
+def seed_ensemble_scores(gnn, seed: int, model_dir: str | Path, kind: str,
+                         graphs: Sequence[PrunedGraph]) -> Predictions:
+    """Every member of gnn.seeds (global `seed`) loaded from `model_dir`, scoring `graphs`, rank-averaged as stage
+    gnn averages them."""
+    device = pick_device(str(gnn.device))
+    members = [member_predictions(load_member(model_dir, member, device, gnn.infer_chunk_mb), kind, graphs, gnn,
+                                  member_seed(int(seed), member), device)
+               for member in member_seeds(gnn.seeds)]
+    return rank_mean(members)

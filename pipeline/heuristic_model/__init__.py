@@ -1,0 +1,2 @@
+"""The rule-based ranking (`scores`): the heuristic's one inference entry point, shared by stage `heuristic` and
+the tools."""

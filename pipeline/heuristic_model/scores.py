@@ -1,0 +1,61 @@
+"""The heuristic ranking, the floor every learned model must beat; `graph_scores` is its one inference entry point.
+
+- layout: configurations that leave more tensors to the compiler default (all -1 blocks of node_config_feat)
+  rank first; the compiler's own choice is a strong prior, and ties keep the original order.
+- tile: both extremes of the output tile size lose: tiny tiles pay per-tile overheads, huge ones spill on-chip
+  memory. Configurations whose output tile (output_bounds_product) is closest to the graph's median tile size,
+  on a log scale, rank first.
+
+Reads the raw npz graphs (streaming node_config_feat in chunks); lower scores = predicted faster.
+"""
+from __future__ import annotations
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.predictions import Predictions
+from pipeline.tpugraphs.dataset import Collection, Graph, graph_paths, load_graph
+from pipeline.tpugraphs.schema import CONFIG_FEAT_COLUMN, LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS
+
+OUTPUT_BOUNDS_PRODUCT = CONFIG_FEAT_COLUMN["output_bounds_product"]
+
+
+def default_block_counts(node_config_feat: np.ndarray) -> np.ndarray:
+    """Number of all -1 (compiler default) layout blocks per configuration.
+
+    Args:
+        node_config_feat: [configs, configurable nodes, 18] values in -1..5.
+    Returns:
+        [configs] int64.
+    """
+    configs, nodes, _ = node_config_feat.shape
+    blocks = node_config_feat.reshape(configs, nodes * len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, blocks, 6]
+    return np.all(blocks == LAYOUT_VALUE_MIN, axis=2).sum(axis=1).astype(np.int64)
+
+
+def layout_scores(graph: Graph, chunk_size: int) -> np.ndarray:
+    """Lower = predicted faster: minus the default-block count, streamed over config chunks."""
+    scores = np.empty(graph.n_configs, dtype=np.float64)
+    for start, chunk in graph.iter_node_config_feat(chunk_size):
+        scores[start:start + len(chunk)] = -default_block_counts(chunk)
+    return scores
+
+
+def tile_scores(config_feat: np.ndarray) -> np.ndarray:
+    """Lower = predicted faster: distance of log(output tile size) from its median. config_feat: [configs, 24]."""
+    log_size = np.log1p(np.maximum(np.asarray(config_feat[:, OUTPUT_BOUNDS_PRODUCT], dtype=np.float64), 0.0))
+    return np.abs(log_size - np.median(log_size))
+
+
+def graph_scores(graph: Graph, kind: str, chunk_size: int) -> np.ndarray:
+    """float64 [configs] of one raw graph of a `kind` (tile or layout) collection, in its config order."""
+    return tile_scores(graph.config_feat) if kind == "tile" else layout_scores(graph, chunk_size)
+
+
+def predict_split(root, collection: Collection, split: str, chunk_size: int) -> Predictions:
+    """Heuristic scores for every graph and original config of one split."""
+    preds = Predictions()
+    for path in tqdm(graph_paths(root, collection, split), desc=f"heuristic {collection.slug}/{split}", unit="graph"):
+        graph = load_graph(path, collection, split)
+        preds[graph.graph_id] = graph_scores(graph, collection.kind, chunk_size)
+    return preds

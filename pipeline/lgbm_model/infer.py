@@ -1,0 +1,59 @@
+"""The LightGBM ranker's one inference entry point: load a booster and score the configurations of pruned graphs.
+
+Scores are minus the predicted relevance (lower = faster), expanded to every original config through
+`config_inverse`. Stage `lgbm`, command `predict` and any tool built on the model score through `predict_graph`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.features.table import FeatureSpec, GraphFeaturizer
+from pipeline.predictions import Predictions
+from pipeline.pruned import PrunedGraph
+
+MODEL_FILE = "model.txt"            # <models_dir>/lgbm/<slug>/model.txt
+
+
+def model_file(model_dir: str | Path) -> Path:
+    """The booster file of one collection's model folder (`<models_dir>/lgbm/<slug>`)."""
+    return Path(model_dir) / MODEL_FILE
+
+
+def load_booster(model_dir: str | Path):
+    """The booster stage lgbm saved in `model_dir`; FileNotFoundError naming the file when it is missing."""
+    import lightgbm as lgb
+
+    path = model_file(model_dir)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; run stage lgbm for this collection first")
+    return lgb.Booster(model_file=str(path))
+
+
+def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num_threads: int) -> np.ndarray:
+    """float64 [original configs]: minus the predicted relevance (lower = faster), via config_inverse."""
+    featurizer = GraphFeaturizer(graph, kind, spec)
+    if featurizer.names != booster.feature_name():
+        raise ValueError(f"graph {graph.graph_id!r}: feature columns differ from the model's")
+    relevance = np.empty(graph.n_kept, dtype=np.float64)
+    for start, x in featurizer.iter_chunks():
+        relevance[start:start + len(x)] = booster.predict(x, num_iteration=booster.best_iteration or None,
+                                                          num_threads=num_threads)
+    inverse = np.asarray(graph.config_inverse, dtype=np.int64)
+    if inverse.size and (inverse.min() < 0 or inverse.max() >= graph.n_kept):
+        raise ValueError(f"graph {graph.graph_id!r}: config_inverse outside 0..{graph.n_kept - 1}")
+    return -relevance[inverse]
+
+
+def predict_split(booster, graphs: Iterable[PrunedGraph], kind: str, spec: FeatureSpec, num_threads: int,
+                  desc: str = "", total: int | None = None) -> Predictions:
+    """Scores for every original config of every graph; checked to cover each exactly once."""
+    preds, n_configs = Predictions(), {}
+    for graph in tqdm(graphs, desc=desc, unit="graph", leave=False, total=total):
+        preds[graph.graph_id] = predict_graph(booster, graph, kind, spec, num_threads)
+        n_configs[graph.graph_id] = graph.n_configs
+    preds.check_covers(n_configs, where=desc)
+    return preds

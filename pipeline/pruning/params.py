@@ -1,0 +1,49 @@
+"""The pruning settings of one collection (`conf/prune`), shared by stage prune, command predict and the pruning of
+each graph (pipeline.pruning.graph)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.pruned import WHOLE_GRAPH, prune_hops
+from pipeline.pruning.dedup import DEDUP_MODES
+from pipeline.pruning.normalize import log_mask as columns_mask
+from pipeline.tpugraphs.dataset import Collection
+
+
+@dataclass(frozen=True)
+class PruneParams:
+    """conf/prune for one collection, validated: what stage prune and every graph's pruning depend on."""
+
+    hops: int | None             # None = whole graph (`hops: all`), resolved for one collection
+    pad_value: float
+    dedup: str
+    log_columns: tuple[str, ...]
+    drop_constant: bool
+    workers: int
+    chunk_size: int
+    skip_invalid_train: bool
+
+    @classmethod
+    def from_cfg(cls, prune, collection: Collection | None = None) -> "PruneParams":
+        """conf/prune for `collection`: `prune.hops` may be one value or a mapping by search (like gnn.lr); tile
+        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection."""
+        hops = prune_hops(prune.hops, collection)
+        params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
+                     log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
+                     workers=int(prune.workers), chunk_size=int(prune.chunk_size),
+                     skip_invalid_train=bool(prune.skip_invalid_train))
+        if params.hops is not None and params.hops < 0:
+            raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {prune.hops!r}")
+        if params.dedup not in DEDUP_MODES:
+            raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {params.dedup!r}")
+        if params.workers < 1 or params.chunk_size < 1:
+            raise ValueError(f"prune.workers and prune.chunk_size must be >= 1, found {params.workers}, "
+                             f"{params.chunk_size}")
+        return params
+
+    @property
+    def log_mask(self) -> np.ndarray:
+        """bool [140]: the node_feat columns logged before the train statistics (`log_columns`)."""
+        return columns_mask(self.log_columns)
