@@ -6,15 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.pruned import WHOLE_GRAPH, prune_hops
-from pipeline.pruning.dedup import DEDUP_MODES
+from pipeline.pruned import prune_hops
 from pipeline.pruning.normalize import log_mask as columns_mask
 from pipeline.tpugraphs.dataset import Collection
 
 
 @dataclass(frozen=True)
 class PruneParams:
-    """conf/prune for one collection, validated: what stage prune and every graph's pruning depend on."""
+    """conf/prune for one collection: what stage prune and every graph's pruning depend on."""
 
     hops: int | None             # None = whole graph (`hops: all`), resolved for one collection
     pad_value: float
@@ -28,20 +27,12 @@ class PruneParams:
     @classmethod
     def from_cfg(cls, prune, collection: Collection | None = None) -> "PruneParams":
         """conf/prune for `collection`: `prune.hops` may be one value or a mapping by search (like gnn.lr); tile
-        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection."""
-        hops = prune_hops(prune.hops, collection)
-        params = cls(hops=hops, pad_value=float(prune.pad_value), dedup=str(prune.dedup),
-                     log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
-                     workers=int(prune.workers), chunk_size=int(prune.chunk_size),
-                     skip_invalid_train=bool(prune.skip_invalid_train))
-        if params.hops is not None and params.hops < 0:
-            raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {prune.hops!r}")
-        if params.dedup not in DEDUP_MODES:
-            raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {params.dedup!r}")
-        if params.workers < 1 or params.chunk_size < 1:
-            raise ValueError(f"prune.workers and prune.chunk_size must be >= 1, found {params.workers}, "
-                             f"{params.chunk_size}")
-        return params
+        graphs are always kept whole, so a tile collection needs no entry. A mapping needs the collection. The values
+        are checked once, by the schema, when the config loads (pipeline/settings_schema.py)."""
+        return cls(hops=prune_hops(prune.hops, collection), pad_value=float(prune.pad_value), dedup=str(prune.dedup),
+                   log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
+                   workers=int(prune.workers), chunk_size=int(prune.chunk_size),
+                   skip_invalid_train=bool(prune.skip_invalid_train))
 
     @property
     def log_mask(self) -> np.ndarray:

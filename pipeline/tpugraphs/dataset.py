@@ -18,7 +18,8 @@ import numpy as np
 
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.npz import NpzMember, check_index, iter_rows, list_members, read_array, read_rows
-from pipeline.tpugraphs.schema import KAGGLE_SUBDIR, LAYOUT_VALUE_MAX, NPZ_SUBDIR, LAYOUT_VALUE_MIN, SPLITS, check_arrays, required_keys
+from pipeline.tpugraphs.schema import (COLLECTION_NAMES, KAGGLE_SUBDIR, LAYOUT_VALUE_MAX, NPZ_SUBDIR, LAYOUT_VALUE_MIN, SPLITS,
+                                      check_arrays, required_keys)
 
 __all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_disjoint_splits", "Graph", "load_graph",
            "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
@@ -55,11 +56,7 @@ class Collection:
                          f"{[c.name for c in COLLECTIONS]} or {[c.slug for c in COLLECTIONS]}")
 
 
-COLLECTIONS = (Collection("tile:xla", "tile", "xla", None),
-               Collection("layout:xla:random", "layout", "xla", "random"),
-               Collection("layout:xla:default", "layout", "xla", "default"),
-               Collection("layout:nlp:random", "layout", "nlp", "random"),
-               Collection("layout:nlp:default", "layout", "nlp", "default"))
+COLLECTIONS = tuple(Collection(name, *(name.split(":") + [None])[:3]) for name in COLLECTION_NAMES)   # kind:source[:search]
 
 
 def npz_root(root: str | os.PathLike | None) -> Path:

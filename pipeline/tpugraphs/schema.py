@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.opcodes import OPCODE_IDS
 from pipeline.tpugraphs.npz import NpzMember
 
 # ----------------------------------------------------------------------------------------------- collections, splits
@@ -28,14 +29,15 @@ STATS_FILE = "stats.json"                       # built-in data only: sizes and 
 GRAPH_KEYS = ("node_feat", "node_opcode", "edge_index", "config_runtime")
 TILE_KEYS = ("config_feat", "config_runtime_normalizers")
 LAYOUT_KEYS = ("node_config_ids", "node_config_feat", "node_splits")
+COLLECTION_NAMES = ("tile:xla", "layout:xla:random", "layout:xla:default", "layout:nlp:random",
+                    "layout:nlp:default")          # the five collections, kind:source[:search]
 # graphs in the official test split, per collection (the Kaggle submission has these 894 rows)
-OFFICIAL_TEST_GRAPHS = {"tile:xla": 844, "layout:xla:random": 8, "layout:xla:default": 8,
-                        "layout:nlp:random": 17, "layout:nlp:default": 17}
+OFFICIAL_TEST_GRAPHS = dict(zip(COLLECTION_NAMES, (844, 8, 8, 17, 17)))
 
 # ----------------------------------------------------------------------------------------------- opcodes
-MAX_OPCODE = 120                                # node_opcode ids are 0..MAX_OPCODE
+MAX_OPCODE = max(OPCODE_IDS.values())           # node_opcode ids are 0..MAX_OPCODE (120)
 OPCODE_COUNT = MAX_OPCODE + 1
-CONVOLUTION_OPCODE, DOT_OPCODE, RESHAPE_OPCODE = 26, 34, 75
+CONVOLUTION_OPCODE, DOT_OPCODE, RESHAPE_OPCODE = (OPCODE_IDS[name] for name in ("convolution", "dot", "reshape"))
 
 # ----------------------------------------------------------------------------------------------- node_feat columns
 MAX_DIMS = 6    # slots of every per-dimension list: shape_dimensions_0..5, layout_minor_to_major_0..5, window_*_0..5,
@@ -105,7 +107,7 @@ def layout_block(block: str) -> slice:
     return slice(start, start + MAX_DIMS)
 
 
-assert NODE_FEAT_DIM == 140 and CONFIG_FEAT_DIM == 24 and LAYOUT_COLUMNS.stop == NODE_FEAT_DIM
+assert NODE_FEAT_DIM == 140 and CONFIG_FEAT_DIM == 24 and MAX_OPCODE == 120 and LAYOUT_COLUMNS.stop == NODE_FEAT_DIM
 
 
 def required_keys(kind: str, split: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
