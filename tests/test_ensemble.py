@@ -111,3 +111,22 @@ def test_choose_weights_breaks_ties_towards_even_weights():
     assert score == pytest.approx(1.0)
     weights, _ = choose_weights("layout", [right, wrong], truth, 0.25, "minmax")
     assert weights[0] > weights[1]                                        # a strict winner still wins
+
+
+def test_blend_graph_is_blend_on_one_graph_and_reads_the_stage_weights(tmp_path):
+    from pipeline.ensembling.blend import blend_graph, read_weights
+
+    a, b = np.array([1.0, 3.0, 2.0]), np.array([30.0, 10.0, 20.0])
+    one = blend([preds_of(g=a), preds_of(g=b)], np.array([0.25, 0.75]), "minmax")["g"]
+    np.testing.assert_array_equal(blend_graph({"a": a, "b": b}, {"a": 0.25, "b": 0.75}, "minmax"), one)
+    np.testing.assert_allclose(one, [0.75, 0.25, 0.5])                  # 0.25 * [0, 1, .5] + 0.75 * [1, 0, .5]
+    with pytest.raises(ValueError, match=r"no scores of members \['c'\]"):
+        blend_graph({"a": a}, {"a": 0.5, "c": 0.5}, "minmax")
+    path = tmp_path / "layout-xla-random.json"
+    with pytest.raises(FileNotFoundError, match="layout-xla-random.json: missing; run stage ensemble"):
+        read_weights(path)
+    path.write_text('{"weights": {}}')
+    with pytest.raises(ValueError, match="key 'weights' missing"):
+        read_weights(path)
+    path.write_text('{"weights": {"gnn": 1, "lgbm": 0.0}}')
+    assert read_weights(path) == {"gnn": 1.0, "lgbm": 0.0}

@@ -20,3 +20,15 @@ def test_more_default_blocks_rank_first_and_median_tiles_rank_first():
     config_feat = np.zeros((3, 24), dtype=np.float32)
     config_feat[:, 15] = [8.0, 4096.0, 64.0]     # log1p: 2.20, 8.32, 4.17 -> distances 1.98, 4.14, 0
     assert list(np.argsort(tile_scores(config_feat), kind="stable")) == [2, 0, 1]
+
+
+def test_graph_scores_is_the_rule_of_the_collection_kind(tiny_npz):
+    """The conftest graphs by hand: layout configs keep 6, 5, 5, 4 default blocks; tile output tiles 1024, 2048,
+    2048 elements, median 2048."""
+    from pipeline.heuristic_model.scores import graph_scores
+    from pipeline.tpugraphs.dataset import Collection, load_graph
+
+    layout = load_graph(tiny_npz["layout"], Collection.parse("layout:xla:random"), "train")
+    np.testing.assert_array_equal(graph_scores(layout, "layout", chunk_size=3), [-6.0, -5.0, -5.0, -4.0])
+    tile = load_graph(tiny_npz["tile"], Collection.parse("tile:xla"), "train")
+    np.testing.assert_allclose(graph_scores(tile, "tile", chunk_size=3), [np.log(2049 / 1025), 0.0, 0.0])

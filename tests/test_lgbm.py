@@ -271,3 +271,8 @@ def test_importance_plot_leaves_out_zero_gain_features(tmp_path, monkeypatch):
     assert drawn["title"] == "top features\n(2 of 4 features with zero gain not shown)"
     assert len(pd.read_csv(tmp_path / "importance.csv")) == 4   # the CSV keeps every feature
     assert (tmp_path / "importance.png").stat().st_size > 0
+
+
+def test_load_booster_names_the_missing_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"lgbm/tile-xla/model.txt: missing; run stage lgbm"):
+        infer.load_booster(tmp_path / "lgbm" / "tile-xla")
