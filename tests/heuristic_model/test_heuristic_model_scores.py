@@ -1,3 +1,4 @@
+"""pipeline.heuristic_model.scores: the layout and tile rules by hand."""
 import numpy as np
 
 from pipeline.heuristic_model.scores import default_block_counts, tile_scores
