@@ -5,6 +5,7 @@ what cannot change an output (the config layer's own reads and `wandb`, which on
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ def has_code(path: Path) -> bool:
     return any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
 
 
-def transitive_files(module: str) -> set[Path]:
+@lru_cache(maxsize=None)
+def transitive_files(module: str) -> frozenset[Path]:
     """Every file of `pipeline` the module runs when imported: itself, what it imports, and their packages."""
     seen, todo, files = set(), [module], set()
     while todo:
@@ -34,7 +36,7 @@ def transitive_files(module: str) -> set[Path]:
         if path.name != "__init__.py" or has_code(path):
             files.add(path.relative_to(ROOT))
         todo += sorted(imported_modules(path, name))
-    return files
+    return frozenset(files)
 
 
 def covered(path: Path, deps: list[str]) -> bool:

@@ -1,14 +1,17 @@
 """The code's structure, read with ast: the packages of `pipeline` import each other without a cycle, no module
-imports a stage module or a command (only tests do: they run them), and the benchmarks import each other without a
-cycle either (their shared helpers live in benchmarks/common.py)."""
+imports a stage module or a command (only tests do: they run them), the benchmarks import each other without a
+cycle either (their shared helpers live in benchmarks/common.py), and the fast test tier (`pytest -m "not slow"`)
+imports every module of `pipeline`."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 from import_graph import PACKAGE, ROOT, imported_modules, stage_module, stages
+from test_dvc_deps import transitive_files
 
 CONFIG_LAYER = "pipeline.config"      # a command (`python -m pipeline.config`) that is also the library every stage reads
 
@@ -124,3 +127,34 @@ def test_no_module_imports_a_stage_or_a_command(folder):
     offenders = sorted(f"{module_name(path)} imports {sorted(hit)}" for path in code_files(folder)
                        if (hit := (imported_modules(path, module_name(path)) & points) - {module_name(path)}))
     assert not offenders, offenders
+
+
+def is_slow(node: ast.AST) -> bool:
+    return any("slow" in ast.unparse(d) for d in getattr(node, "decorator_list", []))
+
+
+def fast_tests(path: Path) -> bool:
+    """Whether a test file holds a test the fast tier runs (one not marked slow, in a module not marked slow)."""
+    tree = ast.parse(path.read_text())
+    if any(isinstance(n, ast.Assign) and "pytestmark" in ast.unparse(n) and "slow" in ast.unparse(n.value)
+           for n in tree.body):
+        return False
+    return any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") and not is_slow(n) for n in tree.body)
+
+
+def modules_used(path: Path) -> set[str]:
+    """`pipeline` modules a test file imports, or runs (`python -m pipeline.X`, a `"pipeline.X"` string)."""
+    named = set(re.findall(r"\bpipeline(?:\.\w+)+", path.read_text()))
+    return imported_modules(path, "tests") | {m for m in named if (ROOT / Path(*m.split("."))).with_suffix(".py").is_file()
+                                             or (ROOT / Path(*m.split(".")) / "__init__.py").is_file()}
+
+
+def test_the_fast_tier_touches_every_module():
+    touched = set()
+    for path in code_files("tests"):
+        if path.name.startswith("test_") and fast_tests(path):
+            for module in modules_used(path):
+                touched |= transitive_files(module)
+    every = {p.relative_to(ROOT) for p in code_files(PACKAGE) if p.name != "__init__.py" or p.read_text().strip()}
+    untouched = sorted(str(p) for p in every - touched if p.name != "__init__.py")
+    assert not untouched, f"no fast test imports {untouched}"
