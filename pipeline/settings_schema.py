@@ -41,6 +41,8 @@ LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize.BUILDERS
+AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")          # pipeline.tuning.scorers.MODELS
+AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search.ALGORITHMS
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -165,6 +167,23 @@ SCHEMA = Group({
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
+    "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
+        "model": Str(AUTOTUNE_MODELS),
+        "collection": Str(COLLECTION_NAMES),
+        "tile_collection": Str(COLLECTION_NAMES),
+        "budget": COUNT,
+        "stage_budget": COUNT,
+        "out_dir": PATH,
+        "seed": Int(low=0),
+        "top_changes": Int(low=0),
+        "search": Group({"algorithm": Str(AUTOTUNE_ALGORITHMS), "batch": COUNT, "population": COUNT,
+                         "local_share": FRACTION, "mutation_extra": NON_NEGATIVE, "random_default_prob": PROBABILITY,
+                         "combos": COUNT, "time_limit_s": POSITIVE}),
+        "guard": Group({"noise_quantile": FRACTION}),
+        "calibration": Group({"configs": COUNT}),
+        "oracle": Group({"budget": COUNT, "random_samples": COUNT}),
+        "tile": Group({"max_configs": Int(low=2)}),
+    }),
     "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
                       "page_template": PATH, "vega_lite_version": Str()}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
