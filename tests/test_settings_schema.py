@@ -156,6 +156,11 @@ def test_choices_match_the_modules_that_use_them():
     from pipeline.settings_schema import GNN_SCHEDULES
 
     assert GNN_SCHEDULES == SCHEDULES
+    from pipeline.settings_schema import AUTOTUNE_ALGORITHMS, AUTOTUNE_MODELS
+    from pipeline.tuning.scorers import MODELS as TUNING_MODELS
+    from pipeline.tuning.search import ALGORITHMS
+
+    assert (AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS) == (TUNING_MODELS, ALGORITHMS)
 
 
 @pytest.mark.parametrize("command", [

@@ -56,7 +56,8 @@ def template_graph(cfg: DictConfig, program: Program, collection: Collection, wo
     arrays = {"node_feat": program.node_feat, "node_opcode": layout.node_opcode, "edge_index": layout.edge_index}
     with tempfile.TemporaryDirectory(prefix="autotune-", dir=work_dir) as tmp:
         path = Path(tmp) / f"{program.name}.npz"
-        writer.write_layout_file(path, arrays, ids, layout.node_splits, 1, iter([default]), [], test=True)
+        writer.write_layout_file(path, arrays, ids, layout.node_splits, 1, iter([default]), [np.zeros(1)],
+                                 test=True)
         graph = prune_new_graph(cfg, path, collection, Path(tmp) / "pruned")
     return graph
 
