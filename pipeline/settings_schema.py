@@ -181,7 +181,7 @@ SCHEMA = Group({
                          "combos": COUNT, "time_limit_s": POSITIVE}),
         "guard": Group({"noise_quantile": FRACTION}),
         "calibration": Group({"configs": COUNT}),
-        "oracle": Group({"budget": COUNT, "random_samples": COUNT}),
+        "oracle": Group({"budget": COUNT, "random_samples": COUNT, "batch": COUNT}),
         "tile": Group({"max_configs": Int(low=2)}),
     }),
     "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),

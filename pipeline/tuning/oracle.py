@@ -31,10 +31,10 @@ class CostModelScorer:
 
 
 def oracle_search(space: LayoutSpace, scorer: CostModelScorer, settings: SearchSettings, budget: int,
-                  random_samples: int, rng: np.random.Generator) -> SearchResult:
+                  random_samples: int, batch: int, rng: np.random.Generator) -> SearchResult:
     """The better of coordinate descent from the default and from the best of `random_samples` random candidates
-    (each with `budget` evaluations at most)."""
-    unlimited = dataclasses.replace(settings, time_limit_s=float("inf"))
+    (each with `budget` evaluations at most, `batch` rows per cost-model call: its per-call work is per node)."""
+    unlimited = dataclasses.replace(settings, time_limit_s=float("inf"), batch=batch)
     from_default = run_search(space, scorer, unlimited, budget, rng, algorithm="coordinate")
     sample = run_search(space, scorer, unlimited, random_samples, rng, algorithm="random")
     from_random = run_search(space, scorer, unlimited, budget, rng, algorithm="coordinate", start=sample.candidate)

@@ -8,8 +8,9 @@ evaluations or `time_limit_s` (candidates past either score +inf) and tracks the
   `local_share` of a batch mutates the best candidate (local search) and the rest are uniform per-node crossovers
   of two tournament-picked members of the population (the `population` best so far), mutated;
 - `local`: evolution with local_share 1 (a batched hill climb from the best);
-- `coordinate`: steepest descent: every single-block change of the current candidate, then the best changes of
-  distinct blocks combined (the first 1..`combos` of them), the best of all taken; until nothing improves;
+- `coordinate`: steepest descent: every single-block change of the current candidate, then the improving changes
+  of distinct blocks combined best first (the first 1..`combos` of them, then doubling up to all), the best of all
+  taken; until nothing improves;
 - `random`: the budget spent on random candidates (the baseline).
 """
 from __future__ import annotations
@@ -123,6 +124,14 @@ def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator,
         stalls = stalls + 1 if objective.evaluations == before else 0
 
 
+def prefix_lengths(n: int, combos: int) -> list[int]:
+    """How many of the n best single changes each combination takes: 1..combos, then doubling up to all n."""
+    lengths = list(range(1, min(n, combos) + 1))
+    while lengths[-1] < n:
+        lengths.append(min(n, 2 * lengths[-1]))
+    return lengths
+
+
 def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> None:
     space = objective.space
     current = np.asarray(start, dtype=np.int16)
@@ -139,9 +148,10 @@ def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> No
                 picked.append(i)
         if not picked:
             return
-        combos = np.repeat(current[None], min(len(picked), s.combos), axis=0)   # [J, NC, 3]
-        for j in range(len(combos)):
-            for i in picked[:j + 1]:
+        lengths = prefix_lengths(len(picked), s.combos)
+        combos = np.repeat(current[None], len(lengths), axis=0)                 # [J, NC, 3]
+        for j, length in enumerate(lengths):
+            for i in picked[:length]:
                 k, b = moves[i]
                 combos[j, k, b] = rows[i, k, b]
         combo_scores = objective(combos)

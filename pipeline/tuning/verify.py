@@ -49,13 +49,14 @@ class AutotuneSettings:
     calibration_configs: int
     oracle_budget: int
     oracle_random: int
+    oracle_batch: int
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "AutotuneSettings":
         return cls(str(cfg["model"]), int(cfg["budget"]), int(cfg["stage_budget"]), int(cfg["seed"]),
                    SearchSettings.from_cfg(cfg["search"]), float(cfg["guard"]["noise_quantile"]),
                    int(cfg["calibration"]["configs"]), int(cfg["oracle"]["budget"]),
-                   int(cfg["oracle"]["random_samples"]))
+                   int(cfg["oracle"]["random_samples"]), int(cfg["oracle"]["batch"]))
 
 
 def noise_margin(pruned_dir: str, collection: Collection, quantile: float) -> float:
@@ -145,7 +146,7 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> dict:
         program = builtin_program(zoo_program, params)
         space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
         truth = CostModelScorer(space, params)
-        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random,
+        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
                                graph_rng(s.seed, "autotune-oracle", program.name))
         oracle_seconds += oracle.seconds
         oracle_ns = truth.default_ns * float(np.exp(oracle.score))
