@@ -43,3 +43,14 @@ def space_of(text: str) -> LayoutSpace:
     program = layout_program(parse_module(text, "test"))
     return LayoutSpace.of(program.graph, program.config_node_ids, "test")
 
+
+NARROW_DOT = """HloModule narrow, entry_computation_layout={(f32[256,64]{1,0}, f32[64,4]{1,0})->f32[256,4]{1,0}}
+
+ENTRY main.5 {
+  Arg_0.1 = f32[256,64]{1,0} parameter(0)
+  Arg_1.2 = f32[64,4]{1,0} parameter(1)
+  dot.3 = f32[256,4]{1,0} dot(Arg_0.1, Arg_1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  tanh.4 = f32[256,4]{1,0} tanh(dot.3)
+  ROOT reshape.5 = f32[4,256]{1,0} reshape(tanh.4)
+}
+"""
