@@ -26,3 +26,5 @@ LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.trai
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blend
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator
+AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers: the guides a search can use
+AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search

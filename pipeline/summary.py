@@ -10,6 +10,9 @@ The Kaggle score is the leaderboard's: the unweighted mean of the collection sco
 the collections `data.collections` configures (all five for a full run, so it equals the leaderboard's mean).
 A split a metrics file lacks (the real test split has no truth) is left out of that model, never counted as zero.
 `dvc exp show --sort-by metrics/summary.json:ensemble.valid.kaggle` ranks experiments by it.
+Key `autotune` carries stage autotune's mean share of the oracle's gain (`<metrics_dir>/autotune.json`, "all"):
+{"share": mean, "share_std": std, "programs": n, "min_share": ..., "share_featurizer_sample": ...,
+"share_random_search": ...}; `dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
 
 It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
 `<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
@@ -38,6 +41,7 @@ from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection
 
 SUMMARY_NAME = "summary.json"
+AUTOTUNE_NAME = "autotune.json"        # stage autotune's metrics (pipeline/autotune.py)
 STAGE = "summary"                      # its folder under plots_dir
 COMPARED_SPLIT = "valid"               # the split every model is scored on with truth, real data included
 
@@ -122,12 +126,24 @@ def write_review(tables: dict[str, pd.DataFrame], folder: Path) -> None:
             table.to_csv(tmp / name, index=False)
 
 
+def autotune_summary(metrics_dir: str | Path) -> dict:
+    """The mean shares of stage autotune's `<metrics_dir>/autotune.json` (one-line error when it is missing)."""
+    overall = read_collection_metrics(Path(metrics_dir) / AUTOTUNE_NAME).get("all")
+    if not isinstance(overall, dict) or not isinstance(overall.get("share"), dict):
+        raise ValueError(f"{Path(metrics_dir) / AUTOTUNE_NAME}: key 'all.share' missing; re-run stage autotune")
+    return {"share": overall["share"]["mean"], "share_std": overall["share"]["std"],
+            "programs": overall["share"]["n"], "min_share": overall.get("min_share"),
+            "share_featurizer_sample": overall["share_featurizer_sample"]["mean"],
+            "share_random_search": overall["share_random_search"]["mean"]}
+
+
 def run(cfg: DictConfig) -> dict:
     """Summarise the configured models over the configured collections and write summary.json, the review
     charts' tables and the offline page template."""
     collections = [Collection.parse(c) for c in cfg.data.collections]
     models = list(cfg.summary.models)
     summary = summarize(cfg.paths.metrics_dir, models, collections, list(cfg.summary.splits))
+    summary["autotune"] = autotune_summary(cfg.paths.metrics_dir)
     tables = review_tables(cfg.paths.plots_dir, models, [c.slug for c in collections])
     page = plots_page.page_template(str(cfg.summary.vega_lite_version))
     write_review(tables, Path(cfg.paths.plots_dir) / STAGE)
@@ -140,7 +156,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     _, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False)
     summary = run(cfg)
     for model, splits in summary.items():
-        print(model, "  ".join(f"{split} {s['kaggle']:.4f}" for split, s in splits.items()))
+        if model != "autotune":
+            print(model, "  ".join(f"{split} {s['kaggle']:.4f}" for split, s in splits.items()))
+    print("autotune: mean share of the oracle's gain", summary["autotune"]["share"])
 
 
 if __name__ == "__main__":

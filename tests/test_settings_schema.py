@@ -156,6 +156,10 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
     assert (tuple(MIXERS), tuple(NODE_STATS)) == (choices.GNN_MIXERS, choices.LGBM_NODE_STATS)
     assert (GNN_NORMS, GNN_MIXERS, GNN_MODES, GST_SEGMENTATIONS) == (NORMS, tuple(MIXERS), TRAINING_MODES, SEGMENTATIONS)
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
+    from pipeline.tuning.scorers import MODELS as TUNING_MODELS
+    from pipeline.tuning.search import ALGORITHMS
+
+    assert TUNING_MODELS is choices.AUTOTUNE_MODELS and ALGORITHMS is choices.AUTOTUNE_ALGORITHMS
 
 
 @pytest.mark.parametrize("command", [

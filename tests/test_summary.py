@@ -84,3 +84,16 @@ def test_review_tables_name_a_missing_stage_output(tmp_path):
     write_plots(tmp_path, "lgbm", "tile-xla", {"g1": (0.5, 0.1)}, [(0.0, 1.0)])
     with pytest.raises(FileNotFoundError, match=r"gnn/tile-xla_per_graph.csv: no per-graph score file"):
         review_tables(tmp_path, ["lgbm", "gnn"], ["tile-xla"])
+
+
+def test_autotune_summary_carries_the_mean_share(tmp_path):
+    from pipeline.files import write_json
+    from pipeline.summary import autotune_summary
+
+    with pytest.raises(FileNotFoundError, match="autotune.json: no metrics file"):
+        autotune_summary(tmp_path)
+    mean = {"mean": 0.5, "std": 0.1, "n": 3}
+    write_json({"all": {"share": mean, "min_share": 0.2, "share_featurizer_sample": {**mean, "mean": 0.25},
+                        "share_random_search": {**mean, "mean": 0.125}}}, tmp_path / "autotune.json")
+    assert autotune_summary(tmp_path) == {"share": 0.5, "share_std": 0.1, "programs": 3, "min_share": 0.2,
+                                          "share_featurizer_sample": 0.25, "share_random_search": 0.125}

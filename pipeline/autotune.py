@@ -1,0 +1,81 @@
+"""Autotune: the trained cost models pick a faster layout (and tile) configuration for a program.
+
+Tool: `python -m pipeline.autotune PROGRAM.hlo.txt [PROGRAM_OPT.hlo.txt] [--model ensemble|gnn|lgbm] [--budget N]
+[--out DIR] [overrides]` featurises the program (layout graph from the unoptimised text, fused kernels from the
+optimised one), searches its configuration space from the compiler default with the models of the current
+`data=` as the objective (`pipeline.tuning`, settings `autotune`), keeps the default unless the pick is predicted
+faster by the noise margin, writes `DIR/<program>.json` (default `autotune.out_dir`) and prints the predicted
+speed-up and the changes worth most. docs/autotune.md reads the JSON.
+
+Stage (`python -m pipeline.autotune --builtin`, DVC stage `autotune`): every built-in test program autotuned and
+verified with the cost model: `<metrics_dir>/autotune.json` (per program and collection the default, pick and
+oracle runtimes, the share of the oracle's gain, search seconds, two baselines; see `pipeline.tuning.verify`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig
+
+from pipeline.config import stage_args
+from pipeline.files import write_json
+from pipeline.hlo.featurize import HloParseError
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tuning.models import PredictError
+from pipeline.tuning.report import summary_lines
+from pipeline.tuning.scorers import MODELS
+from pipeline.tuning.space import SpaceError
+from pipeline.tuning.tool import Request, autotune
+from pipeline.tuning.verify import run
+
+METRICS_NAME = "autotune.json"
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("programs", nargs="*", type=Path,
+                        help="PROGRAM.hlo.txt (unoptimised HLO text) [PROGRAM_OPT.hlo.txt (optimised)]")
+    parser.add_argument("--builtin", action="store_true",
+                        help="stage autotune: every built-in test program, verified (writes metrics/autotune.json)")
+    parser.add_argument("--model", choices=MODELS, default=None, help="default: autotune.model")
+    parser.add_argument("--budget", type=int, default=None, help="model evaluations (default: autotune.budget)")
+    parser.add_argument("--collection", default=None, help="layout model's collection (default: autotune.collection)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON folder (default: autotune.out_dir)")
+
+
+def run_stage(cfg: DictConfig) -> dict:
+    """Write `<metrics_dir>/autotune.json`; returns it."""
+    with tempfile.TemporaryDirectory(prefix="autotune-stage-") as work:
+        metrics = run(cfg, Path(work))
+    write_json(metrics, Path(cfg.paths.metrics_dir) / METRICS_NAME)
+    return metrics
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags,
+                           dvc_outputs=False)
+    if args.builtin == bool(args.programs) or len(args.programs) > 2:
+        raise SystemExit("error: give PROGRAM.hlo.txt [PROGRAM_OPT.hlo.txt], or --builtin for the stage")
+    if args.budget is not None and args.budget < 1:
+        raise SystemExit(f"error: --budget {args.budget}: expected >= 1")
+    try:
+        if args.builtin:
+            metrics = run_stage(cfg)
+            share = metrics["all"]["share"]
+            print(f"autotune: mean share of the oracle's gain {share['mean']} (± {share['std']}, "
+                  f"{share['n']} programs); under 1% apart: {metrics['all']['small_gain_programs']}")
+            return
+        request = Request(args.programs[0], args.programs[1] if len(args.programs) > 1 else None, args.model,
+                          args.budget, args.collection, args.out)
+        result, path = autotune(cfg, request)
+    except (PredictError, SpaceError, HloParseError, TpuGraphsFormatError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    print("\n".join(summary_lines(result)))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,80 @@
+"""What autotune writes: the tool's per-program JSON and summary lines, the stage's share of the oracle's gain.
+
+Tool JSON (`<out>/<program>.json`): program, model, collection, budget, evaluations, seconds,
+predicted_runtime_ratio (pick / default, from the calibrated model), guarded (true: the default was kept),
+layouts (one object per configurable instruction, `LayoutSpace.layouts`), tiles (per fused kernel: fusion,
+computation, tile sizes), changes (the changes worth most, predicted).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from pipeline.tuning.space import BLOCKS, LayoutSpace
+
+MIN_ORACLE_GAIN = 0.01          # programs where the oracle gains less are listed apart (share undefined)
+
+
+def share_of_gain(t_default: float, t_pick: float, t_oracle: float) -> float | None:
+    """(1 - t_pick / t_default) / (1 - t_oracle / t_default); None when the oracle gains < MIN_ORACLE_GAIN."""
+    oracle_gain = 1.0 - t_oracle / t_default
+    if oracle_gain < MIN_ORACLE_GAIN:
+        return None
+    return (1.0 - t_pick / t_default) / oracle_gain
+
+
+def changes(space: LayoutSpace, candidate: np.ndarray, scorer: Callable[[np.ndarray], np.ndarray], score: float,
+            top: int, batch: int) -> list[dict]:
+    """The `top` changed blocks worth most: for each, the predicted log runtime ratio lost by reverting it alone
+    to the default (`worth`, larger = more important), with the default and chosen minor-to-major."""
+    moved = np.argwhere(np.asarray(candidate) != 0)                                 # [changed blocks, (k, b)]
+    if len(moved) == 0:
+        return []
+    reverted = np.repeat(np.asarray(candidate, dtype=np.int16)[None], len(moved), axis=0)   # [M, NC, 3]
+    reverted[np.arange(len(moved)), moved[:, 0], moved[:, 1]] = 0
+    worth = np.concatenate([scorer(space.encode(reverted[lo:lo + batch])) for lo in range(0, len(moved), batch)])
+    worth = worth - score
+    rows = []
+    for i in np.argsort(-worth, kind="stable")[:top]:
+        k, b = (int(v) for v in moved[i])
+        node = space.graph.nodes[int(space.node_config_ids[k])]
+        rows.append({"computation": node.computation, "instruction": node.name, "block": BLOCKS[b],
+                     "default": list(space.defaults[k][b]), "chosen": space.minor_to_major(candidate, k, b),
+                     "worth": float(worth[i])})
+    return rows
+
+
+def summary_lines(result: dict) -> list[str]:
+    """The tool's printout: predicted speed-up and the top changes."""
+    ratio = result["predicted_runtime_ratio"]
+    head = (f"{result['program']}: predicted speed-up {1 / ratio:.3f}x (runtime ratio {ratio:.4f}) with "
+            f"{result['model']} ({result['collection']}), {result['evaluations']} evaluations in "
+            f"{result['seconds']:.1f} s")
+    if result["guarded"]:
+        head += "; no pick beat the default by the noise margin: the default is kept"
+    lines = [head]
+    for c in result["changes"]:
+        lines.append(f"  {c['computation']}/{c['instruction']} {c['block']}: {c['default']} -> {c['chosen']} "
+                     f"(worth {c['worth']:+.4f} log runtime)")
+    for t in result["tiles"]:
+        lines.append(f"  tile {t['fusion']}: {t['tile']} (predicted ratio {t['predicted_ratio']:.4f} vs default "
+                     f"{t['default_tile']})")
+    return lines
+
+
+def mean_std(values: Sequence[float]) -> dict:
+    values = [float(v) for v in values]
+    return {"mean": float(np.mean(values)) if values else None,
+            "std": float(np.std(values)) if values else None, "n": len(values)}
+
+
+def aggregate(rows: Sequence[dict]) -> dict:
+    """Mean share (pick and both baselines) over the rows whose share is defined; the others listed apart."""
+    counted = [r for r in rows if r["share"] is not None]
+    out = {key: mean_std([r[key] for r in counted if r[key] is not None])
+           for key in ("share", "share_featurizer_sample", "share_random_search")}
+    out["small_gain_programs"] = sorted({r["program"] for r in rows if r["share"] is None})
+    out["min_share"] = min((r["share"] for r in counted), default=None)
+    out["search_seconds"] = mean_std([r["seconds"] for r in rows])
+    return out

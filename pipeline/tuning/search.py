@@ -1,0 +1,188 @@
+"""Search algorithms over a `LayoutSpace`, with any scorer as the objective, and the guard.
+
+A scorer maps node_config_feat int8 [B, NC, 18] to float64 [B]: the predicted (or, for the oracle, true) log of
+runtime / compiler-default runtime; lower is faster, the default scores 0. `Objective` wraps one: it counts
+evaluations (a candidate scored once is cached, repeats are free), scores in batches of `batch`, stops at `budget`
+evaluations or `time_limit_s` (candidates past either score +inf) and tracks the best candidate. Algorithms:
+- `evolution`: start from the default, its single-block mutations and random candidates; then every round,
+  `local_share` of a batch mutates the best candidate (local search) and the rest are uniform per-node crossovers
+  of two tournament-picked members of the population (the `population` best so far), mutated;
+- `local`: evolution with local_share 1 (a batched hill climb from the best);
+- `coordinate`: steepest descent: every single-block change of the current candidate, then the improving changes
+  of distinct blocks combined best first (the first 1..`combos` of them, then doubling up to all), the best of all
+  taken; until nothing improves;
+- `random`: the budget spent on random candidates (the baseline).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from pipeline.choices import AUTOTUNE_ALGORITHMS
+from pipeline.tuning.space import LayoutSpace
+
+Scorer = Callable[[np.ndarray], np.ndarray]
+ALGORITHMS = AUTOTUNE_ALGORITHMS
+TOURNAMENT = 2                  # members drawn per tournament (the better one is a parent)
+STALLS = 3                      # evolution stops after this many rounds without a new candidate (space exhausted)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The `autotune.search` group."""
+
+    algorithm: str
+    batch: int
+    population: int
+    local_share: float
+    mutation_extra: float       # mean number of extra blocks a mutation changes (Poisson)
+    random_default_prob: float  # random candidates: each block left default with this probability
+    combos: int                 # coordinate: best single changes combined at most
+    time_limit_s: float
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping) -> "SearchSettings":
+        algorithm = str(cfg["algorithm"])
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"autotune.search.algorithm={algorithm!r}; expected one of {ALGORITHMS}")
+        return cls(algorithm, int(cfg["batch"]), int(cfg["population"]), float(cfg["local_share"]),
+                   float(cfg["mutation_extra"]), float(cfg["random_default_prob"]), int(cfg["combos"]),
+                   float(cfg["time_limit_s"]))
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    candidate: np.ndarray       # int16 [NC, 3]
+    score: float                # the objective's value of it (log runtime ratio against the default)
+    evaluations: int
+    seconds: float
+
+
+class Objective:
+    """A scorer with a budget, a cache, batching and the best candidate seen (see the module docstring)."""
+
+    def __init__(self, space: LayoutSpace, scorer: Scorer, budget: int, batch: int, time_limit_s: float):
+        self.space, self.scorer, self.budget, self.batch = space, scorer, int(budget), int(batch)
+        self.deadline = time.perf_counter() + float(time_limit_s)
+        self.started = time.perf_counter()
+        self.cache: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}
+        self.evaluations = 0
+        self.best, self.best_score = space.default()[0], 0.0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.evaluations >= self.budget or time.perf_counter() >= self.deadline
+
+    def __call__(self, candidates: np.ndarray) -> np.ndarray:
+        """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach)."""
+        keys = [c.tobytes() for c in candidates]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}
+        for lo in range(0, len(todo), self.batch):
+            room = self.budget - self.evaluations
+            if room <= 0 or time.perf_counter() >= self.deadline:
+                break
+            part = todo[lo:lo + min(self.batch, room)]
+            rows = candidates[[first[k] for k in part]]
+            scores = np.asarray(self.scorer(self.space.encode(rows)), dtype=np.float64)
+            self.evaluations += len(part)
+            for key, row, score in zip(part, rows, scores):
+                self.cache[key] = float(score)
+                if score < self.best_score:
+                    self.best, self.best_score = row.copy(), float(score)
+        return np.array([self.cache.get(k, np.inf) for k in keys])
+
+    def result(self) -> SearchResult:
+        return SearchResult(self.best, self.best_score, self.evaluations, time.perf_counter() - self.started)
+
+
+def _unique(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _, first = np.unique(pop.reshape(len(pop), -1), axis=0, return_index=True)   # [B, NC * 3] rows
+    return pop[first], scores[first]
+
+
+def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator, local_share: float) -> None:
+    space = objective.space
+    n_mut = s.batch // 2
+    pop = np.concatenate([space.default(), space.mutate(space.default(n_mut), 0.0, rng),
+                          space.random(s.batch - n_mut - 1, s.random_default_prob, rng)])
+    scores, stalls = objective(pop), 0
+    while not objective.exhausted and stalls < STALLS:
+        before = objective.evaluations
+        order = np.argsort(scores, kind="stable")[:s.population]
+        pop, scores = pop[order], scores[order]
+        n_local = int(round(s.batch * local_share))
+        local = space.mutate(np.repeat(pop[:1], n_local, axis=0), s.mutation_extra, rng)
+        n_cross = s.batch - n_local
+        picks = rng.integers(len(pop), size=(2, n_cross, TOURNAMENT)).min(axis=2)      # sorted: lower = better
+        take_a = rng.random((n_cross, space.n_nodes, 1)) < 0.5                          # per node, all its blocks
+        children = space.mutate(np.where(take_a, pop[picks[0]], pop[picks[1]]), s.mutation_extra, rng)
+        new = np.concatenate([local, children])
+        pop, scores = _unique(np.concatenate([pop, new]), np.concatenate([scores, objective(new)]))
+        stalls = stalls + 1 if objective.evaluations == before else 0
+
+
+def prefix_lengths(n: int, combos: int) -> list[int]:
+    """How many of the n best single changes each combination takes: 1..combos, then doubling up to all n."""
+    lengths = list(range(1, min(n, combos) + 1))
+    while lengths[-1] < n:
+        lengths.append(min(n, 2 * lengths[-1]))
+    return lengths
+
+
+def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> None:
+    space = objective.space
+    current = np.asarray(start, dtype=np.int16)
+    score = float(objective(current[None])[0])
+    while not objective.exhausted:
+        rows, moves = space.neighbours(current)
+        singles = objective(rows)
+        picked, seen = [], set()
+        for i in np.argsort(singles, kind="stable"):
+            if singles[i] >= score:
+                break
+            if tuple(moves[i]) not in seen:
+                seen.add(tuple(moves[i]))
+                picked.append(i)
+        if not picked:
+            return
+        lengths = prefix_lengths(len(picked), s.combos)
+        combos = np.repeat(current[None], len(lengths), axis=0)                 # [J, NC, 3]
+        for j, length in enumerate(lengths):
+            for i in picked[:length]:
+                k, b = moves[i]
+                combos[j, k, b] = rows[i, k, b]
+        combo_scores = objective(combos)
+        best = int(np.argmin(combo_scores))
+        if combo_scores[best] >= score:
+            return
+        current, score = combos[best], float(combo_scores[best])
+
+
+def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: int, rng: np.random.Generator,
+               algorithm: str | None = None, start: np.ndarray | None = None) -> SearchResult:
+    """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`."""
+    algorithm = algorithm or s.algorithm
+    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s)
+    if algorithm == "evolution":
+        evolution(objective, s, rng, s.local_share)
+    elif algorithm == "local":
+        evolution(objective, s, rng, 1.0)
+    elif algorithm == "coordinate":
+        coordinate(objective, s, space.default()[0] if start is None else start)
+    elif algorithm == "random":
+        objective(space.random(budget, s.random_default_prob, rng))
+    else:
+        raise ValueError(f"search algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+    return objective.result()
+
+
+def guard(result: SearchResult, default: np.ndarray, margin: float) -> tuple[np.ndarray, float, bool]:
+    """(candidate, score, kept): the pick when its score is below -margin (predicted faster than the default by
+    more than the noise), else the default with score 0 and kept False."""
+    if result.score < -margin:
+        return result.candidate, result.score, True
+    return np.asarray(default, dtype=np.int16), 0.0, False

@@ -1,0 +1,162 @@
+"""The layout configuration space of a program and its candidates.
+
+A candidate is int16 [NC, 3]: per configurable node (`node_config_ids` order) and block (output, input, kernel)
+a choice index: 0 = the compiler default (an all -1 block), c >= 1 = `permutations(rank)[c - 1]` as the block's
+minor-to-major order. A block that does not apply (the kernel of a dot or reshape) has one choice, 0. Batches of
+candidates are [B, NC, 3]; `encode` turns them into `node_config_feat` rows int8 [B, NC, 18] exactly as the
+dataset writes them (docs/tpugraphs-format.md), `decode` goes back, and `layouts` / `from_layouts` give and read
+the JSON objects the autotune tool writes (names as in the HLO text).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from pipeline.costmodel.layout import layout_id, permutations
+from pipeline.hlo.configs import block_specs
+from pipeline.hlo.graph import HloGraph
+from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
+
+BLOCKS = ("output", "input", "kernel")
+DEFAULT_CHOICE = 0
+
+
+class SpaceError(ValueError):
+    """A program or a layouts JSON that gives no configuration space (one line)."""
+
+
+@dataclass(frozen=True)
+class LayoutSpace:
+    """The configuration space of one graph over its configurable nodes."""
+
+    graph: HloGraph
+    node_config_ids: np.ndarray      # [NC] int64, sorted
+    ranks: np.ndarray                # [NC, 3] int64: tensor rank of each block, 0 where the block does not apply
+    defaults: tuple                  # [NC][3]: the compiler-default minor-to-major tuple, None where not applicable
+
+    @classmethod
+    def of(cls, graph: HloGraph, node_config_ids: Sequence[int], where: str) -> "LayoutSpace":
+        """The space of `graph` over `node_config_ids`; SpaceError naming `where` when there is no node."""
+        ids = np.asarray(node_config_ids, dtype=np.int64)
+        if len(ids) == 0:
+            raise SpaceError(f"{where}: no configurable node (convolution, dot, reshape) to lay out")
+        ranks = np.zeros((len(ids), len(BLOCKS)), dtype=np.int64)
+        defaults = [[None] * len(BLOCKS) for _ in ids]
+        for k, spec in enumerate(block_specs(graph, ids)):
+            for block, rank, m2m in spec.blocks:
+                ranks[k, block], defaults[k][block] = rank, m2m
+        return cls(graph, ids, ranks, tuple(tuple(d) for d in defaults))
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_config_ids)
+
+    @property
+    def n_choices(self) -> np.ndarray:
+        """int64 [NC, 3]: choices per block (1 + rank! where it applies, else 1)."""
+        out = np.ones_like(self.ranks)
+        for (k, b), rank in np.ndenumerate(self.ranks):
+            if rank:
+                out[k, b] = 1 + len(permutations(int(rank)))
+        return out
+
+    def free_blocks(self) -> np.ndarray:
+        """int64 [F, 2]: (node position, block) of every block with more than one choice."""
+        return np.argwhere(self.n_choices > 1)
+
+    def default(self, n: int = 1) -> np.ndarray:
+        """int16 [n, NC, 3]: the compiler default, n times."""
+        return np.zeros((n, self.n_nodes, len(BLOCKS)), dtype=np.int16)
+
+    def encode(self, candidates: np.ndarray) -> np.ndarray:
+        """node_config_feat int8 [B, NC, 18] of candidates [B, NC, 3] (all -1 for choice 0)."""
+        cand = np.asarray(candidates)
+        if cand.ndim != 3 or cand.shape[1:] != (self.n_nodes, len(BLOCKS)):
+            raise ValueError(f"candidates: expected [B, {self.n_nodes}, 3], got {cand.shape}")
+        feat = np.full((len(cand), self.n_nodes, NODE_CONFIG_FEAT_DIM), -1, dtype=np.int8)
+        for k, b in self.free_blocks():
+            rank = int(self.ranks[k, b])
+            table = np.full((1 + len(permutations(rank)), rank), -1, dtype=np.int8)   # [choices, rank]
+            table[1:] = permutations(rank)
+            feat[:, k, b * MAX_DIMS:b * MAX_DIMS + rank] = table[cand[:, k, b]]
+        return feat
+
+    def decode(self, node_config_feat: np.ndarray) -> np.ndarray:
+        """candidates int16 [B, NC, 3] of node_config_feat rows [B, NC, 18] (inverse of `encode`)."""
+        feat = np.asarray(node_config_feat)
+        cand = self.default(len(feat))
+        for k, b in self.free_blocks():
+            rank = int(self.ranks[k, b])
+            block = feat[:, k, b * MAX_DIMS:b * MAX_DIMS + rank]
+            for i, row in enumerate(block):
+                cand[i, k, b] = DEFAULT_CHOICE if (row == -1).all() else 1 + layout_id(row)
+        return cand
+
+    def minor_to_major(self, candidate: np.ndarray, k: int, b: int) -> list[int] | None:
+        """Block b of node position k as a minor-to-major list, None for the compiler default / no block."""
+        choice = int(candidate[k, b])
+        if choice == DEFAULT_CHOICE or not self.ranks[k, b]:
+            return None
+        return [int(d) for d in permutations(int(self.ranks[k, b]))[choice - 1]]
+
+    def layouts(self, candidate: np.ndarray) -> list[dict]:
+        """One JSON object per configurable instruction: computation, instruction, output, input, kernel."""
+        objects = []
+        for k, n in enumerate(self.node_config_ids):
+            node = self.graph.nodes[int(n)]
+            objects.append({"computation": node.computation, "instruction": node.name,
+                            **{name: self.minor_to_major(candidate, k, b) for b, name in enumerate(BLOCKS)}})
+        return objects
+
+    def from_layouts(self, objects: Sequence[dict], where: str) -> np.ndarray:
+        """candidate int16 [NC, 3] from `layouts` objects; SpaceError naming `where` on an unknown instruction."""
+        position = {(self.graph.nodes[int(n)].computation, self.graph.nodes[int(n)].name): k
+                    for k, n in enumerate(self.node_config_ids)}
+        cand = self.default()[0]
+        for obj in objects:
+            key = (obj.get("computation"), obj.get("instruction"))
+            if key not in position:
+                raise SpaceError(f"{where}: instruction {key[1]!r} of computation {key[0]!r} is not configurable here")
+            k = position[key]
+            for b, name in enumerate(BLOCKS):
+                value = obj.get(name)
+                if value is None:
+                    continue
+                if len(value) != self.ranks[k, b]:
+                    raise SpaceError(f"{where}: {key[1]}.{name}: expected {int(self.ranks[k, b])} dims, got {value}")
+                cand[k, b] = 1 + layout_id(value)
+        return cand
+
+    def random(self, n: int, default_prob: float, rng: np.random.Generator) -> np.ndarray:
+        """int16 [n, NC, 3]: each free block the default with `default_prob`, else a uniform permutation."""
+        cand = self.default(n)
+        for k, b in self.free_blocks():
+            count = int(self.n_choices[k, b])
+            draw = rng.integers(1, count, size=n)
+            cand[:, k, b] = np.where(rng.random(n) < default_prob, DEFAULT_CHOICE, draw)
+        return cand
+
+    def mutate(self, parents: np.ndarray, mean_extra: float, rng: np.random.Generator) -> np.ndarray:
+        """Copies of parents [B, NC, 3], each with 1 + Poisson(mean_extra) random free blocks set to a random
+        other choice."""
+        children = np.array(parents, dtype=np.int16, copy=True)
+        free, counts = self.free_blocks(), self.n_choices
+        for child in children:
+            for k, b in free[rng.integers(len(free), size=1 + rng.poisson(mean_extra))]:
+                child[k, b] = (child[k, b] + rng.integers(1, counts[k, b])) % counts[k, b]
+        return children
+
+    def neighbours(self, candidate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every single-block change of candidate [NC, 3]: (candidates int16 [N, NC, 3], their (k, b) [N, 2])."""
+        rows, moves = [], []
+        for k, b in self.free_blocks():
+            for choice in range(int(self.n_choices[k, b])):
+                if choice != candidate[k, b]:
+                    rows.append((k, b, choice))
+        out = np.repeat(np.asarray(candidate, dtype=np.int16)[None], len(rows), axis=0)   # [N, NC, 3]
+        for i, (k, b, choice) in enumerate(rows):
+            out[i, k, b] = choice
+            moves.append((k, b))
+        return out, np.asarray(moves, dtype=np.int64).reshape(-1, 2)

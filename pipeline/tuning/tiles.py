@@ -1,0 +1,88 @@
+"""Tile sizes: per fused kernel of the optimised text, score every valid tile size with the tile model, keep the best.
+
+Valid tile sizes are the built-in generator's (`pipeline.synth.tiles`): per output dimension a power of two or the
+full size (the two minor dimensions at least `min_tile`), convolutions also an input-feature tile. A kernel with
+more than `max_configs` of them is scored on that many drawn at random (the compiler default always included).
+The pick is guarded like a layout pick: kept only when predicted faster than the default by the noise margin.
+"""
+from __future__ import annotations
+
+import itertools
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+
+from pipeline.hlo.featurize import TileProgram, TileSearch
+from pipeline.hlo.kernel import kernel_output
+from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir
+from pipeline.files import read_json
+from pipeline.pruning.repad import repad_config_feat
+from pipeline.synth import writer
+from pipeline.synth.tiles import _tile_choices, default_config, encode_config
+from pipeline.costmodel.tile import KERNEL_BOUNDS, OUTPUT_BOUNDS
+from pipeline.tpugraphs.dataset import Collection
+from pipeline.tuning.models import prune_new_graph
+from pipeline.tuning.scorers import Guide
+
+
+def tile_candidates(program: TileProgram, search: TileSearch, max_configs: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """float32 [C, 24]: the compiler default first, then every valid tile size (or max_configs - 1 drawn)."""
+    kernel = program.kernel
+    rank = len(kernel.out_shape)
+    smallest = [1] * max(0, rank - 2) + list(search.min_tile)[-min(rank, 2):]
+    choices = [_tile_choices(int(d), s) for d, s in zip(kernel.out_shape, smallest)]
+    if kernel.kind == "conv":
+        choices.append(_tile_choices(kernel.contract, search.min_tile[0]))
+    total = int(np.prod([len(c) for c in choices]))
+    if total <= max_configs - 1:
+        combos = list(itertools.product(*choices))
+    else:
+        flat = rng.choice(total, size=max_configs - 1, replace=False)
+        combos = [tuple(c[i] for c, i in zip(choices, np.unravel_index(f, [len(c) for c in choices])))
+                  for f in flat]
+    rows = [encode_config(kernel, combo[:rank], combo[rank] if kernel.kind == "conv" else None) for combo in combos]
+    default = default_config(kernel, search.cost)
+    unique = [r for r in rows if not np.array_equal(r, default)]
+    return np.stack([default, *unique]).reshape(-1, default.shape[0])          # [C, 24]
+
+
+def tile_template(cfg: DictConfig, program: TileProgram, default_row: np.ndarray, collection: Collection,
+                  work_dir: Path) -> tuple[PrunedGraph, float]:
+    """(the kernel's pruned tile graph with the default as its one config, the pad value prune used)."""
+    arrays = {"node_feat": program.node_feat, "node_opcode": program.node_opcode, "edge_index": program.edge_index}
+    zeros = np.zeros(1, dtype=np.int64)
+    with tempfile.TemporaryDirectory(prefix="autotune-tile-", dir=work_dir) as tmp:
+        path = Path(tmp) / "kernel.npz"
+        writer.write_tile_file(path, arrays, default_row.reshape(1, -1), zeros, zeros, test=True)
+        graph = prune_new_graph(cfg, path, collection, Path(tmp) / "pruned")
+    report = read_json(collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE)
+    return graph, float(report["params"]["pad_value"])
+
+
+def tune_tiles(cfg: DictConfig, kernels: list[TileProgram], guide: Guide, search: TileSearch, max_configs: int,
+               batch: int, margin: float, work_dir: Path, rng: np.random.Generator) -> list[dict]:
+    """One object per distinct fused kernel: fusion, computation, tile, default_tile, predicted_ratio, kept."""
+    out, seen = [], set()
+    for program in kernels:
+        if program.kernel in seen:
+            continue
+        seen.add(program.kernel)
+        rows = tile_candidates(program, search, max_configs, rng)
+        template, pad = tile_template(cfg, program, rows[0], guide.collection, work_dir)
+        scorer = guide.scorer(template)
+        padded = repad_config_feat(rows[1:], pad)                                # [C - 1, 24]
+        scores = np.concatenate([scorer(padded[lo:lo + batch]) for lo in range(0, len(padded), batch)] or [[]])
+        best = int(np.argmin(scores)) if len(scores) else -1
+        kept = best >= 0 and scores[best] < -margin
+        pick = rows[best + 1] if kept else rows[0]
+        rank = len(program.kernel.out_shape)
+        out.append({"fusion": program.name, "computation": kernel_output(program.graph).computation,
+                    "tile": [int(v) for v in pick[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
+                    "input_feature_tile": int(pick[KERNEL_BOUNDS + 2]) if program.kernel.kind == "conv" else None,
+                    "default_tile": [int(v) for v in rows[0][OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
+                    "predicted_ratio": float(np.exp(scores[best])) if kept else 1.0, "kept": bool(kept),
+                    "tile_sizes_scored": int(len(rows))})
+    return out

@@ -1,0 +1,106 @@
+"""The autotune tool on a user's program: HLO text in, `<out>/<program>.json` of layouts and tiles out.
+
+Layouts: the unoptimised text's layout graph, searched with `autotune.collection`'s model (`--model`) from the
+compiler default, guarded by the collection's noise margin. Tiles (when optimised text is given): every fused
+kernel, scored with `autotune.tile_collection`'s model. Everything is checked (texts parsed, collections and
+models found) before the search starts; errors are one line naming the file or key.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+
+from pipeline.files import write_json
+from pipeline.hlo.featurize import TileSearch
+from pipeline.costmodel.tile import TileCostParams
+from pipeline.synth.dataset import graph_rng
+from pipeline.tpugraphs.dataset import Collection
+from pipeline.tuning.models import STAGE_OUTPUT_PATHS, PredictError, program_stem
+from pipeline.tuning.program import read_program, read_text, template_graph
+from pipeline.tuning.report import changes
+from pipeline.tuning.scorers import load_guide
+from pipeline.tuning.search import guard, run_search
+from pipeline.tuning.space import LayoutSpace
+from pipeline.tuning.tiles import tune_tiles
+from pipeline.tuning.verify import AutotuneSettings, noise_margin
+
+
+@dataclass(frozen=True)
+class Request:
+    """One tool run: the program's texts and the command's flags (None: the `autotune` group's value)."""
+
+    program: Path
+    optimized: Path | None
+    model: str | None
+    budget: int | None
+    collection: str | None
+    out: Path | None
+
+
+def checked_collection(cfg: DictConfig, name: str, kind: str, key: str) -> Collection:
+    """The collection `name` when it is of `kind` and among data.collections (else a one-line PredictError)."""
+    try:
+        collection = Collection.parse(name)
+    except ValueError as err:
+        raise PredictError(f"{key}={name!r}: {err}") from None
+    if collection.kind != kind:
+        raise PredictError(f"{key}={name}: a {collection.kind} collection; autotune needs a {kind} model here")
+    if collection.slug not in {Collection.parse(c).slug for c in cfg.data.collections}:
+        raise PredictError(f"{key}={name}: not among data.collections {list(cfg.data.collections)} of "
+                           f"data={cfg.data.name}; its models were not trained")
+    return collection
+
+
+def output_dir(cfg: DictConfig, out: Path | None) -> Path:
+    """--out or autotune.out_dir; refused inside a folder the DVC stages write."""
+    folder = Path(out) if out is not None else Path(cfg.autotune.out_dir)
+    for key in STAGE_OUTPUT_PATHS:
+        owned = Path(cfg.paths[key]).resolve()
+        if folder.resolve() == owned or owned in folder.resolve().parents:
+            raise PredictError(f"--out {folder}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write")
+    return folder
+
+
+def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
+    """Search the program's configurations; returns (the JSON object, the path it was written to)."""
+    s = AutotuneSettings.from_cfg(cfg.autotune)
+    model, budget = request.model or s.model, int(request.budget or s.budget)
+    collection = checked_collection(cfg, request.collection or str(cfg.autotune.collection), "layout",
+                                    "autotune.collection")
+    folder = output_dir(cfg, request.out)
+    name = program_stem(request.program)
+    program = read_program(name, read_text(request.program), str(request.program),
+                           read_text(request.optimized) if request.optimized else None, str(request.optimized))
+    space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
+    guide = load_guide(cfg, model, collection, s.calibration_configs, s.search.batch, s.seed)
+    margin = noise_margin(cfg.paths.pruned_dir, collection, s.noise_quantile)
+    tile_guide = None
+    if program.tiles:
+        tile_collection = checked_collection(cfg, str(cfg.autotune.tile_collection), "tile",
+                                             "autotune.tile_collection")
+        tile_guide = load_guide(cfg, model, tile_collection, s.calibration_configs, s.search.batch, s.seed)
+    with tempfile.TemporaryDirectory(prefix="autotune-") as work:
+        scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
+        result = run_search(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name))
+        pick, score, kept = guard(result, space.default()[0], margin)
+        tiles = []
+        if tile_guide is not None:
+            search = TileSearch(tuple(cfg.featurize.tile_search.min_tile),
+                                TileCostParams.from_cfg(cfg.featurize.tile_search.cost))
+            tile_margin = noise_margin(cfg.paths.pruned_dir, tile_guide.collection, s.noise_quantile)
+            tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
+                               s.search.batch, tile_margin, Path(work), graph_rng(s.seed, "autotune-tile", name))
+        top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch)
+    out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
+           "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
+           "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
+           "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "noise_margin": margin,
+           "layouts": space.layouts(pick), "tiles": tiles, "changes": top}
+    path = folder / f"{name}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(out, path)
+    return out, path

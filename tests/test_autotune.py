@@ -1,0 +1,99 @@
+"""Tool and stage autotune end to end: a program the models never saw, the built-in test programs verified by the
+cost model (the `repo` fixture's `dvc repro` on data=programs_ci runs stage autotune), and the bad-input errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import BIN
+
+from pipeline.autotune import main
+from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.tuning.space import LayoutSpace
+
+NO_CONFIGURABLE = """HloModule plain, entry_computation_layout={(f32[8,16]{1,0})->f32[8,16]{1,0}}
+
+ENTRY main.3 {
+  Arg_0.1 = f32[8,16]{1,0} parameter(0)
+  ROOT tanh.2 = f32[8,16]{1,0} tanh(Arg_0.1)
+}
+"""
+
+
+def autotune(dest, env, *args):
+    return subprocess.run([str(BIN / "python"), "-m", "pipeline.autotune", *map(str, args)], cwd=dest, env=env,
+                          capture_output=True, text=True)
+
+
+def test_the_command_needs_a_program_or_builtin():
+    for argv in ([], ["a.hlo.txt", "--builtin"], ["a", "b", "c"]):
+        with pytest.raises(SystemExit, match="give PROGRAM.hlo.txt"):
+            main(argv)
+
+
+@pytest.mark.slow
+def test_stage_autotune_verifies_every_builtin_test_program(repo):
+    dest, _ = repo
+    metrics = json.loads((dest / "metrics" / "autotune.json").read_text())
+    rows = metrics["programs"]
+    # programs_ci: 2 xla test programs x 2 layout collections + 1 nlp program x 2
+    assert sorted({(r["collection"]) for r in rows}) == ["layout:nlp:default", "layout:nlp:random",
+                                                         "layout:xla:default", "layout:xla:random"]
+    assert len(rows) == 6 and len({r["program"] for r in rows}) == 3
+    for r in rows:
+        t_default, t_pick, t_oracle = r["t_default_ns"], r["t_pick_ns"], r["t_oracle_ns"]
+        assert 0 < t_oracle <= t_default and 0 < r["evaluations"] <= metrics["budget"]
+        if r["share"] is None:
+            assert 1 - t_oracle / t_default < 0.01 and r["program"] in metrics["all"]["small_gain_programs"]
+        else:
+            assert r["share"] == pytest.approx((1 - t_pick / t_default) / (1 - t_oracle / t_default))
+        if not r["guard_kept_pick"]:                       # the guard returned the compiler default
+            assert t_pick == t_default and r["predicted_ratio"] == 1.0
+        else:
+            assert r["predicted_ratio"] < 1.0
+    summary = json.loads((dest / "metrics" / "summary.json").read_text())
+    assert summary["autotune"]["share"] == metrics["all"]["share"]["mean"]
+
+
+@pytest.mark.slow
+def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
+    dest, env = repo
+    lowered, compiled = tmp_path / "mine.hlo.txt", tmp_path / "mine_opt.hlo.txt"
+    lowered.write_text(jax_hlo["lowered"])
+    compiled.write_text(jax_hlo["compiled"])
+    done = autotune(dest, env, lowered, compiled, "--model", "lgbm", "--budget", 300, "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "mine: predicted speed-up" in done.stdout and f"wrote {tmp_path / 'out' / 'mine.json'}" in done.stdout
+    result = json.loads((tmp_path / "out" / "mine.json").read_text())
+    assert result["model"] == "lgbm" and result["budget"] == 300 and 0 < result["evaluations"] <= 300
+    assert 0 < result["predicted_runtime_ratio"] <= 1.0 and result["tiles"]
+    program = layout_program(parse_module(jax_hlo["lowered"], "mine"))
+    space = LayoutSpace.of(program.graph, program.config_node_ids, "mine")
+    assert len(result["layouts"]) == space.n_nodes
+    for obj in result["layouts"]:                          # names exactly as in the HLO text, without %
+        assert f"{obj['instruction']} = " in jax_hlo["lowered"] and f"{obj['computation']} " in jax_hlo["lowered"]
+    picked = space.from_layouts(result["layouts"], "mine.json")
+    assert np.array_equal(space.decode(space.encode(picked[None]))[0], picked)
+    for tile in result["tiles"]:
+        assert tile["fusion"].startswith("jit_jax_program.") and len(tile["tile"]) == len(tile["default_tile"])
+
+
+@pytest.mark.slow
+def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
+    dest, env = repo
+    plain = tmp_path / "plain.hlo.txt"
+    plain.write_text(NO_CONFIGURABLE)
+    program = tmp_path / "mine.hlo.txt"
+    program.write_text(jax_hlo["lowered"])
+    cases = [((plain,), f"error: {plain}: no configurable node (convolution, dot, reshape) to lay out"),
+             ((program, "--collection", "tile-xla"),
+              "error: autotune.collection=tile-xla: a tile collection; autotune needs a layout model here"),
+             ((program, "--model", "lgbm", "paths.models_dir=elsewhere"),
+              "error: elsewhere/lgbm/layout-xla-random/model.txt: missing; run stage lgbm@layout-xla-random first "
+              "(dvc repro)")]
+    for args, line in cases:
+        refused = autotune(dest, env, *args, "--out", tmp_path / "out")
+        assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [line]
+    assert not (tmp_path / "out").exists()

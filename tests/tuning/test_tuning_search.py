@@ -1,0 +1,78 @@
+"""Search on a stub model with a known optimum, the objective's budget and cache, and the guard."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tuning_hlo import RESHAPES, space_of
+
+from pipeline.tuning.search import SearchResult, SearchSettings, guard, run_search
+
+SETTINGS = SearchSettings("evolution", batch=64, population=16, local_share=0.5, mutation_extra=0.5,
+                          random_default_prob=0.5, combos=8, time_limit_s=60.0)
+
+
+class Stub:
+    """A separable stub model: 0.01 per block that differs from `target` (the default scored 0), so the unique
+    optimum is `target`; counts the rows it scores."""
+
+    def __init__(self, space, target):
+        self.space, self.target, self.rows = space, target, 0
+        self.base = (space.default()[0] != target).sum()
+
+    def __call__(self, node_config_feat):
+        self.rows += len(node_config_feat)
+        cand = self.space.decode(node_config_feat)
+        return 0.01 * ((cand != self.target[None]).sum(axis=(1, 2)) - self.base)
+
+
+@pytest.fixture
+def problem():
+    space = space_of(RESHAPES)
+    target = space.random(1, 0.0, np.random.default_rng(7))[0]          # every free block a permutation
+    return space, target
+
+
+@pytest.mark.parametrize("algorithm,budget", [("evolution", 3000), ("local", 3000), ("coordinate", 3000)])
+def test_search_finds_the_known_optimum_within_the_budget(problem, algorithm, budget):
+    space, target = problem
+    stub = Stub(space, target)
+    result = run_search(space, stub, SETTINGS, budget, np.random.default_rng(0), algorithm=algorithm)
+    assert np.array_equal(result.candidate, target)
+    assert result.score == pytest.approx(-0.01 * stub.base)
+    assert result.evaluations <= budget and stub.rows == result.evaluations
+
+
+def test_random_search_spends_exactly_the_budget_and_finds_less(problem):
+    space, target = problem
+    stub = Stub(space, target)
+    result = run_search(space, stub, SETTINGS, 500, np.random.default_rng(0), algorithm="random")
+    assert result.evaluations == stub.rows <= 500 and result.evaluations > 450   # repeats are not rescored
+    assert result.score > -0.01 * stub.base                               # 25^8 configs: not the optimum
+
+
+def test_the_budget_stops_every_algorithm(problem):
+    space, target = problem
+    for algorithm in ("evolution", "local", "coordinate", "random"):
+        stub = Stub(space, target)
+        result = run_search(space, stub, SETTINGS, 100, np.random.default_rng(0), algorithm=algorithm)
+        assert result.evaluations == stub.rows <= 100
+
+
+def test_guard_never_returns_a_pick_scored_worse_than_the_default(problem):
+    space, _ = problem
+    default = space.default()[0]
+    pick = space.random(1, 0.0, np.random.default_rng(0))[0]
+    for score in (0.05, 0.0, -0.001):                                    # worse, equal, inside the margin
+        cand, kept_score, kept = guard(SearchResult(pick, score, 10, 0.0), default, margin=0.002)
+        assert np.array_equal(cand, default) and kept_score == 0.0 and not kept
+    cand, kept_score, kept = guard(SearchResult(pick, -0.01, 10, 0.0), default, margin=0.002)
+    assert np.array_equal(cand, pick) and kept_score == -0.01 and kept
+
+
+def test_a_model_that_finds_nothing_better_keeps_the_default(problem):
+    space, _ = problem
+    worse = lambda feat: 0.1 + 0.01 * (feat != -1).sum(axis=(1, 2))      # every change predicted slower
+    result = run_search(space, worse, SETTINGS, 300, np.random.default_rng(0))
+    assert np.array_equal(result.candidate, space.default()[0]) and result.score == 0.0
+    cand, _, kept = guard(result, space.default()[0], margin=0.0)
+    assert np.array_equal(cand, space.default()[0]) and not kept

@@ -1,0 +1,57 @@
+"""LayoutSpace: choices per block, node_config_feat encoding, JSON layouts, and the bad-input errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tuning_hlo import DOT_RESHAPE, NO_CONFIGURABLE, RESHAPES, space_of
+
+from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.tuning.space import LayoutSpace, SpaceError
+
+
+def test_blocks_choices_and_defaults_of_a_dot_and_a_reshape():
+    space = space_of(DOT_RESHAPE)
+    assert space.node_config_ids.tolist() == [2, 4]                 # dot.3, reshape.5
+    assert space.ranks.tolist() == [[2, 2, 0], [2, 2, 0]]          # no kernel block outside convolutions
+    assert space.n_choices.tolist() == [[3, 3, 1], [3, 3, 1]]      # default + 2 permutations of rank 2
+    assert space.defaults[0] == ((1, 0), (1, 0), None)             # row-major
+
+
+def test_encode_writes_official_blocks_and_decode_inverts_it():
+    space = space_of(DOT_RESHAPE)
+    cand = space.default(2)
+    cand[1, 1, 0], cand[1, 1, 1] = 1, 2                            # reshape output (0, 1), input (1, 0)
+    feat = space.encode(cand)
+    assert feat.shape == (2, 2, 18) and feat.dtype == np.int8
+    assert (feat[0] == -1).all()
+    assert feat[1, 1, :6].tolist() == [0, 1, -1, -1, -1, -1]
+    assert feat[1, 1, 6:12].tolist() == [1, 0, -1, -1, -1, -1]
+    assert (feat[1, 0] == -1).all() and (feat[1, 1, 12:] == -1).all()
+    assert np.array_equal(space.decode(feat), cand)
+
+
+def test_layouts_name_instructions_and_read_back():
+    space = space_of(RESHAPES)
+    cand = space.random(1, 0.3, np.random.default_rng(1))[0]
+    objects = space.layouts(cand)
+    assert [o["instruction"] for o in objects] == ["reshape.2", "reshape.4", "reshape.6", "reshape.8"]
+    assert {o["computation"] for o in objects} == {"main.9"} and all(o["kernel"] is None for o in objects)
+    assert np.array_equal(space.from_layouts(objects, "x.json"), cand)
+    with pytest.raises(SpaceError, match="x.json: instruction 'tanh.3' of computation 'main.9' is not configurable"):
+        space.from_layouts([{"computation": "main.9", "instruction": "tanh.3", "output": [0, 1]}], "x.json")
+
+
+def test_mutations_change_blocks_and_neighbours_cover_every_single_change():
+    space = space_of(RESHAPES)
+    rng = np.random.default_rng(0)
+    children = space.mutate(space.default(50), 0.0, rng)
+    assert ((children != 0).sum(axis=(1, 2)) == 1).all()           # exactly one block changed
+    rows, moves = space.neighbours(space.default()[0])
+    assert len(rows) == 8 * 24 and len(moves) == len(rows)         # 8 free blocks x 24 other choices
+    assert len(np.unique(rows.reshape(len(rows), -1), axis=0)) == len(rows)
+
+
+def test_a_program_without_configurable_nodes_is_refused_in_one_line():
+    program = layout_program(parse_module(NO_CONFIGURABLE, "plain.hlo.txt"))
+    with pytest.raises(SpaceError, match=r"^plain.hlo.txt: no configurable node \(convolution, dot, reshape\)"):
+        LayoutSpace.of(program.graph, program.config_node_ids, "plain.hlo.txt")
