@@ -20,7 +20,6 @@ and each graph is ranked with its own collection's model.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -29,26 +28,16 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
 from pipeline.files import write_csv
-from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
-from pipeline.pruning.graph import prune_file, write_normalized
-from pipeline.pruning.normalize import Normalizer
-from pipeline.pruning.params import PruneParams
-from pipeline.scoring.evaluate import metrics_file
-from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, load_graph
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.npz import list_members
+from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
-MODELS = ("ensemble", "gnn", "lgbm", "heuristic")
-SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
-
-
-class PredictError(ValueError):
-    """Input predict cannot rank (one line: the file and what was expected)."""
 
 
 def file_kind(path: Path) -> str:
@@ -91,65 +80,6 @@ def resolve_collection(path: Path, given: str | None) -> Collection:
     if kind != collection.kind:
         raise PredictError(f"{path}: a {kind} graph, but the {collection.name} model ranks {collection.kind} graphs")
     return collection
-
-
-def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_dir: Path) -> PrunedGraph:
-    """Prune one new file with the settings and train-fitted normaliser stage prune saved for its collection."""
-    saved = collection_dir(cfg.paths.pruned_dir, collection.slug)
-    report_path, normalizer_path = saved / REPORT_FILE, saved / NORMALIZER_FILE
-    for needed in (report_path, normalizer_path):
-        if not needed.is_file():
-            raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
-    saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
-    prune_cfg = OmegaConf.merge(cfg.prune, {key: saved[key] for key in ("hops", "pad_value", "dedup")})
-    params = PruneParams.from_cfg(prune_cfg, collection)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    result = prune_file(path, collection, SPLIT, str(path), params, work_dir)
-    if result.error is not None:
-        raise result.error
-    folder = work_dir / result.graph_id
-    write_normalized(folder, Normalizer.load(normalizer_path))
-    return load_pruned_graph(folder, mmap=False)
-
-
-def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
-    """float64 [configs] scores of one single model (lower = predicted faster), in the file's config order, through
-    the model's own inference entry point (the one its stage predicts with)."""
-    model_dir = Path(cfg.paths.models_dir) / model / collection.slug
-    try:
-        if model == "heuristic":
-            from pipeline.heuristic_model.scores import graph_scores
-            return graph_scores(load_graph(path, collection, SPLIT), collection.kind, cfg.heuristic.chunk_size)
-        if model == "lgbm":
-            from pipeline.features.table import FeatureSpec
-            from pipeline.lgbm_model.infer import load_booster, predict_graph
-            return predict_graph(load_booster(model_dir), graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm),
-                                 int(cfg.lgbm.num_threads))
-        if model == "gnn":
-            from pipeline.graphnet.scoring import seed_ensemble_scores
-            return seed_ensemble_scores(cfg.gnn, int(cfg.seed), model_dir, collection.kind, [graph])[graph.graph_id]
-    except FileNotFoundError as error:
-        raise PredictError(f"{error} ({collection.slug})") from None
-    raise PredictError(f"--model {model!r}: expected one of {MODELS}")
-
-
-def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float]:
-    """The member weights stage ensemble chose on valid for this collection (its metrics file)."""
-    from pipeline.ensembling.blend import read_weights
-    try:
-        return read_weights(metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug))
-    except (FileNotFoundError, ValueError) as error:
-        raise PredictError(str(error)) from None
-
-
-def graph_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
-    """float64 [configs]: the model's scores; the ensemble blends its members with the stage's weights."""
-    if model != "ensemble":
-        return member_scores(cfg, model, collection, path, graph)
-    from pipeline.ensembling.blend import blend_graph
-    weights = ensemble_weights(cfg, collection)
-    members = {name: member_scores(cfg, name, collection, path, graph) for name in weights}
-    return blend_graph(members, weights, str(cfg.ensemble.normalize))
 
 
 def ranking_table(path: Path, collection: Collection, model: str, graph_id: str, scores: np.ndarray) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pipeline.hlo.featurize import LayoutProgram, TileProgram, layout_program, parse_module, tile_programs
 from pipeline.pruned import PrunedGraph
-from pipeline.synth import writer
+from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM
 from pipeline.tuning.models import prune_new_graph

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.costmodel.layout import layout_id, permutations
+from pipeline.hlo.layout_ids import layout_id, permutations
 from pipeline.hlo.configs import block_specs
 from pipeline.hlo.graph import HloGraph
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM

@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.hlo.featurize import TileProgram, TileSearch
+from pipeline.featurizer.tile_configs import TileSearch
+from pipeline.hlo.featurize import TileProgram
 from pipeline.hlo.kernel import kernel_output
 from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir
 from pipeline.files import read_json
 from pipeline.pruning.repad import repad_config_feat
-from pipeline.synth import writer
-from pipeline.synth.tiles import _tile_choices, default_config, encode_config
+from pipeline.tpugraphs import writer
+from pipeline.featurizer.tile_configs import _tile_choices, default_config, encode_config
 from pipeline.costmodel.tile import KERNEL_BOUNDS, OUTPUT_BOUNDS
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.models import prune_new_graph

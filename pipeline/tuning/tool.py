@@ -15,9 +15,9 @@ import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.files import write_json
-from pipeline.hlo.featurize import TileSearch
+from pipeline.featurizer.tile_configs import TileSearch
 from pipeline.costmodel.tile import TileCostParams
-from pipeline.synth.dataset import graph_rng
+from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.models import STAGE_OUTPUT_PATHS, PredictError, program_stem
 from pipeline.tuning.program import read_program, read_text, template_graph

@@ -24,7 +24,7 @@ from pipeline.hlo.featurize import layout_configs
 from pipeline.hlo.configs import SearchParams
 from pipeline.hlo.node_features import with_layouts
 from pipeline.pruned import REPORT_FILE, collection_dir, spread_quantile
-from pipeline.synth.dataset import graph_rng
+from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import Program, template_graph
