@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from benchmarks.bench_gnn import bench_hops, make_graph, prune, ranking_agreement
+from pipeline.errors import run_main  # noqa: E402
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
@@ -293,4 +294,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

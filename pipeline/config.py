@@ -6,7 +6,7 @@ params.yaml alone. `python -m pipeline.config [overrides]` regenerates params.ya
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
 one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
-turn that error into a one-line message and exit status 1, without a traceback.
+turn that error into a one-line message and, through `pipeline.errors.run_main`, exit status 2 without a traceback.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
+from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
@@ -201,7 +202,7 @@ def exit_on_terminate() -> None:
 
 
 def cli_cfg(overrides: Sequence[str]) -> DictConfig:
-    """load_cfg for a command line: a refused setting exits (status 1) with one line on stderr, no traceback."""
+    """load_cfg for a command line: a refused setting exits (status 2 under run_main) with one line, no traceback."""
     try:
         return load_cfg(overrides)
     except SettingsError as error:
@@ -272,4 +273,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

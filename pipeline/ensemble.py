@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig
 from scipy.stats import rankdata
 
+from pipeline.errors import run_main
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth
@@ -133,4 +134,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.errors import run_main
 from pipeline.config import load_cfg, split_overrides
 from pipeline.costmodel.tile import TileCostParams
 from pipeline.files import remove
@@ -230,4 +231,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args
 from pipeline.scoring.evaluate import evaluate_and_write
 from pipeline.predictions import Predictions, predictions_path, save_predictions
@@ -89,4 +90,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

@@ -34,6 +34,7 @@ import pandas as pd
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.files import atomic_path, write_csv
 from pipeline.features.table import FeatureSpec, GraphFeaturizer
@@ -368,4 +369,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -32,6 +32,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.config import stage_args
+from pipeline.errors import PipelineError, run_main
 from pipeline.prune import PruneParams
 from pipeline.files import write_csv
 from pipeline.predictions import Predictions
@@ -50,7 +51,7 @@ STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", "models_dir", "predictions_
                       "submissions_dir")
 
 
-class PredictError(ValueError):
+class PredictError(PipelineError):
     """Input predict cannot rank (one line: the file and what was expected)."""
 
 
@@ -277,4 +278,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

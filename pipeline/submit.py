@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
+from pipeline.errors import PipelineError, run_main
 from pipeline.files import write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
@@ -27,7 +28,7 @@ HEADER = ["ID", "TopConfigs"]
 SEPARATOR = ";"
 
 
-class SubmissionError(ValueError):
+class SubmissionError(PipelineError):
     """A submission Kaggle would reject; the message lists every problem found."""
 
 
@@ -224,4 +225,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

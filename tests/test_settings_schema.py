@@ -167,6 +167,6 @@ def test_choices_match_the_modules_that_use_them():
 ])
 def test_command_line_errors_are_one_line_without_traceback(command):
     done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0
+    assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pipeline.errors import PipelineError
+
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
 ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4", "u8", "u16", "u32", "u64",
                            "f16", "f32", "f64", "bf16", "c64", "c128", "token", "opaque", "f4e2m1fn", "f8e3m4",
@@ -31,7 +33,7 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
 
-class HloParseError(ValueError):
+class HloParseError(PipelineError):
     """Malformed or unsupported HLO text; the message is one line naming the source and the line."""
 
     def __init__(self, source: str, line: int, expected: str, found: str | None = None):
