@@ -40,6 +40,8 @@ LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm.OB
 LIGHTGBM_MAX_QUERY = 10000                            # LightGBM refuses a query with more rows
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY              # pipeline.lgbm.max_label_grades (rank_xendcg: 31)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensemble.WEIGHTINGS
+MODEL_STAGES = ("heuristic", "lgbm", "gnn")           # dvc.yaml's model stages (ensemble members)
+MODELS = (*MODEL_STAGES, "ensemble")                 # pipeline.predict.MODELS: folders of predictions_dir
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize.BUILDERS
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
@@ -160,12 +162,12 @@ SCHEMA = Group({
             "finetune_lr_scale": NON_NEGATIVE,
         }),
     }),
-    "ensemble": Group({"members": List(Str(), min_len=1), "normalize": Str(("minmax", "rank")),
+    "ensemble": Group({"members": List(Str(MODEL_STAGES), min_len=1), "normalize": Str(("minmax", "rank")),
                        "weighting": Str(ENSEMBLE_WEIGHTINGS),
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
-    "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
-    "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
-    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
+    "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
+    "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
+    "summary": Group({"models": List(Str(MODELS), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
                       "page_template": PATH, "vega_lite_version": Str()}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),
