@@ -11,6 +11,8 @@ turn that error into a one-line message and, through `pipeline.errors.run_main`,
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -229,6 +231,18 @@ def groups_help(conf_dir: Path | None = None) -> str:
     lines = [f"  {d.name}: {', '.join(sorted(p.stem for p in d.glob('*.yaml')))}"
              for d in sorted(conf_dir.iterdir()) if d.is_dir()]
     return "config groups (group=option; keys: python -m pipeline.<stage> --help):\n" + "\n".join(lines)
+
+
+FINGERPRINT_HEX_CHARS = 16      # of the sha256 of the data settings: enough to tell presets apart
+
+
+def data_fingerprint(data: DictConfig) -> str:
+    """`<data.name>:<hash>` of the settings that decide a collection's graphs (the `data` group less
+    `collections`): stage ensemble records it with its weights, `predict --model ensemble` compares it."""
+    plain = OmegaConf.to_container(data, resolve=True)
+    plain.pop("collections", None)
+    digest = hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{plain.get('name')}:{digest[:FINGERPRINT_HEX_CHARS]}"
 
 
 def check_data_root(cfg: DictConfig) -> None:

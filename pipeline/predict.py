@@ -31,22 +31,25 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.config import stage_args
+from pipeline.config import data_fingerprint, first_line, stage_args
 from pipeline.errors import PipelineError, run_main
 from pipeline.prune import PruneParams
-from pipeline.files import write_csv
+from pipeline.files import read_json, write_csv
 from pipeline.predictions import Predictions
 from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
 from pipeline.scoring.evaluate import metrics_file
-from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, load_graph
-from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, check_file_name, load_graph
 from pipeline.tpugraphs.npz import list_members
 
 MODELS = ("ensemble", "gnn", "lgbm", "heuristic")
 SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
+GRAPH_SUFFIX = ".npz"
+HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
+HLO_FIRST_WORD = "HloModule"
+LIGHTGBM_END_MARKERS = ("end of trees", "end of parameters")   # lines every complete model.txt holds
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", "models_dir", "predictions_dir", "metrics_dir", "plots_dir",
                       "submissions_dir")
 
@@ -79,7 +82,7 @@ def path_collection(path: Path) -> Collection | None:
 def input_files(path: Path) -> list[Path]:
     """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted)."""
     path = Path(path)
-    files = sorted(path.rglob("*.npz")) if path.is_dir() else [path]
+    files = sorted(map(check_file_name, path.rglob(f"*{GRAPH_SUFFIX}"))) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
         raise PredictError(f"{path}: expected an .npz graph file or a folder holding some")
     return files
@@ -124,17 +127,32 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
         raw = load_graph(path, collection, SPLIT)
         return tile_scores(raw.config_feat) if collection.kind == "tile" else layout_scores(raw, cfg.heuristic.chunk_size)
     if model == "lgbm":
-        import lightgbm as lgb
         from pipeline.features.table import FeatureSpec
         from pipeline.lgbm import predict_graph
         model_file = model_dir / "model.txt"
         if not model_file.is_file():
             raise PredictError(f"{model_file}: missing; run stage lgbm for {collection.slug} first")
-        booster = lgb.Booster(model_file=str(model_file))
-        return predict_graph(booster, graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads))
+        return predict_graph(load_booster(model_file, collection), graph, collection.kind,
+                             FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads))
     if model == "gnn":
         return gnn_scores(cfg, model_dir, collection, graph)
     raise PredictError(f"--model {model!r}: expected one of {MODELS}")
+
+
+def load_booster(model_file: Path, collection: Collection):
+    """The LightGBM model stage lgbm saved; PredictError naming the file when it is cut short (no
+    LIGHTGBM_END_MARKERS line: LightGBM itself would load the trees before the cut) or LightGBM refuses it."""
+    import lightgbm as lgb
+
+    lines = set(model_file.read_text(errors="replace").splitlines())
+    missing = [marker for marker in LIGHTGBM_END_MARKERS if marker not in lines]
+    try:
+        if missing:
+            raise lgb.basic.LightGBMError(f"no '{missing[0]}' line: the file is truncated")
+        return lgb.Booster(model_file=str(model_file))
+    except lgb.basic.LightGBMError as error:
+        raise PredictError(f"{model_file}: expected a LightGBM model as stage lgbm saves it; found "
+                           f"{first_line(error)}; run stage lgbm for {collection.slug} again") from None
 
 
 def gnn_scores(cfg: DictConfig, model_dir: Path, collection: Collection, graph: PrunedGraph) -> np.ndarray:
@@ -167,9 +185,13 @@ def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float
     path = metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug)
     if not path.is_file():
         raise PredictError(f"{path}: missing; run stage ensemble for {collection.slug} first")
-    weights = json.loads(path.read_text()).get("weights")
+    record = read_json(path)
+    weights, recorded, expected = record.get("weights"), record.get("data_fingerprint"), data_fingerprint(cfg.data)
     if not isinstance(weights, dict) or not weights:
         raise PredictError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+    if recorded != expected:
+        raise PredictError(f"{path}: weights chosen on data {recorded!r}, but this run's data settings are "
+                           f"{expected!r}; run stage ensemble on this data (dvc repro) or pass the data= it used")
     return {str(m): float(w) for m, w in weights.items()}
 
 
@@ -209,8 +231,19 @@ def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: s
 
 
 def is_hlo_text(path: Path) -> bool:
-    """A single file that is not an npz: HLO module text (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...)."""
-    return path.is_file() and path.suffix != ".npz"
+    """A single file named `*.hlo` or `*.txt` (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...) whose first
+    non-blank line starts with `HloModule`; any other file that is not an `.npz` is refused (PredictError)."""
+    if not path.is_file() or path.suffix == GRAPH_SUFFIX:
+        return False
+    if path.suffix not in HLO_SUFFIXES:
+        raise PredictError(f"{path}: expected an {GRAPH_SUFFIX} graph file, a folder of them, or HLO module text "
+                           f"(a {' or '.join(HLO_SUFFIXES)} file)")
+    with open(path, "rb") as f:
+        first = next((line.strip() for line in f if line.strip()), b"")
+    if not first.startswith(HLO_FIRST_WORD.encode()):
+        raise PredictError(f"{path}: expected HLO module text, whose first line starts with '{HLO_FIRST_WORD}'; "
+                           f"found {first[:60].decode('utf-8', 'replace')!r}")
+    return True
 
 
 def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
@@ -263,13 +296,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                            dvc_outputs=False)
     model = args.model or str(cfg.predict.model)
     top = int(cfg.predict.top if args.top is None else args.top)
-    try:
-        if model not in MODELS:
-            raise PredictError(f"predict.model={model!r}: expected one of {MODELS}")
-        table = rank_path(cfg, Path(args.path), model, args.collection)
-        out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
-    except (PredictError, TpuGraphsFormatError) as error:
-        raise SystemExit(f"error: {error}") from None
+    if top < 1:
+        raise PredictError(f"--top {top}: expected a count >= 1 (the configs printed per graph)")
+    if args.collection is not None:
+        try:
+            Collection.parse(args.collection)
+        except ValueError as error:
+            raise PredictError(f"--collection: {error}") from None
+    table = rank_path(cfg, Path(args.path), model, args.collection)
+    out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
     for (source, graph_id), rows in table.groupby(["source_file", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
         print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")

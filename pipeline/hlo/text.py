@@ -262,6 +262,11 @@ class _Reader:
         header = numbered[0][1].split(None, 1)
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
+        for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[<=8]{0})->...}
+            if array.group(1) in ELEMENT_TYPES and any(d.strip().startswith("<=") or d.strip() == "?"
+                                                       for d in array.group(2).split(",")):
+                raise self.fail(numbered[0][0], "static dimension sizes (dynamic shapes are not supported)",
+                                array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False
         while self.pos < len(self.lines):
