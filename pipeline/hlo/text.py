@@ -215,7 +215,7 @@ class _Reader:
         opcode = op.group(1)
         operands: tuple[str, ...] = ()
         if opcode not in ("constant", "parameter") and inner.strip():
-            names = [p.rsplit(None, 1)[-1] for p in _pieces(text, inner_cuts + [end])]
+            names = [(p.rsplit(None, 1) or [""])[-1] for p in _pieces(text, inner_cuts + [end])]   # "" = (a,,b)
             bad = [n for n in names if not re.fullmatch(_NAME, n)]
             if bad:
                 raise self.fail(line, f"operand names of {m.group(2)}", bad[0])
