@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.errors import run_main  # noqa: E402
 from benchmarks.common import (FEATURES, flops_per_config, matmul_gflops, peak_rss_mb, ranking_agreement, run_isolated,
                                swapped_pairs)
 from pipeline.config import compose, split_overrides
@@ -217,4 +218,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -27,6 +27,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from pipeline.errors import run_main  # noqa: E402
+
 RESULTS = Path(__file__).parent / "results" / "gst_accuracy.md"
 MODES = {"pruned": ("hops", []), "pruned, layer norm": ("hops", ["gnn.norm=layer"]), "GST": ("all", ["gnn=gst"])}
 
@@ -87,4 +90,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

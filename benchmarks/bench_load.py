@@ -30,6 +30,7 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pipeline.errors import run_main  # noqa: E402
 from pipeline.tpugraphs.npz import NpzWriter, member_memmap  # noqa: E402
 from pipeline.tpugraphs.dataset import load_graph, validate_node_config_feat  # noqa: E402
 from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM  # noqa: E402
@@ -180,4 +181,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

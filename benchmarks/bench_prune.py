@@ -29,6 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from pipeline.errors import run_main  # noqa: E402
 from pipeline.tpugraphs.dataset import COLLECTIONS, Collection  # noqa: E402
 from pipeline.tpugraphs.schema import SPLITS  # noqa: E402
 
@@ -180,4 +181,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from pipeline.errors import run_main  # noqa: E402
 from pipeline.config import MODEL_OUTPUT_PATHS, compose  # noqa: E402
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS  # noqa: E402
 
@@ -260,4 +261,4 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.errors import run_main  # noqa: E402
 from benchmarks.bench_gnn import bench_hops, make_graph, prune
 from benchmarks.common import ranking_agreement
 from pipeline.config import compose
@@ -294,4 +295,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

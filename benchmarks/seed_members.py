@@ -30,6 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_quality import RESULTS, mean_std, out_paths, run_stage  # noqa: E402
+from pipeline.errors import run_main  # noqa: E402
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions  # noqa: E402
 
 SPLITS = ("valid", "test")
@@ -137,4 +138,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

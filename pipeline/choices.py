@@ -28,3 +28,5 @@ ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blen
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator
 AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers: the guides a search can use
 AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search
+MODEL_STAGES = ("heuristic", "lgbm", "gnn")           # dvc.yaml's model stages: the ensemble's possible members
+MODELS = ("ensemble", *MODEL_STAGES)                  # what predict, submit and summary can name (pipeline.trained)

@@ -6,11 +6,13 @@ params.yaml alone. `python -m pipeline.config [overrides]` regenerates params.ya
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
 one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
-turn that error into a one-line message and exit status 1, without a traceback.
+turn that error into a one-line message and, through `pipeline.errors.run_main`, exit status 2 without a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
+from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
@@ -203,7 +206,7 @@ def exit_on_terminate() -> None:
 
 
 def cli_cfg(overrides: Sequence[str]) -> DictConfig:
-    """load_cfg for a command line: a refused setting exits (status 1) with one line on stderr, no traceback."""
+    """load_cfg for a command line: a refused setting exits (status 2 under run_main) with one line, no traceback."""
     try:
         return load_cfg(overrides)
     except SettingsError as error:
@@ -230,6 +233,18 @@ def groups_help(conf_dir: Path | None = None) -> str:
     lines = [f"  {d.name}: {', '.join(sorted(p.stem for p in d.glob('*.yaml')))}"
              for d in sorted(conf_dir.iterdir()) if d.is_dir()]
     return "config groups (group=option; keys: python -m pipeline.<stage> --help):\n" + "\n".join(lines)
+
+
+FINGERPRINT_HEX_CHARS = 16      # of the sha256 of the data settings: enough to tell presets apart
+
+
+def data_fingerprint(data: DictConfig) -> str:
+    """`<data.name>:<hash>` of the settings that decide a collection's graphs (the `data` group less
+    `collections`): stage ensemble records it with its weights, `predict --model ensemble` compares it."""
+    plain = OmegaConf.to_container(data, resolve=True)
+    plain.pop("collections", None)
+    digest = hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{plain.get('name')}:{digest[:FINGERPRINT_HEX_CHARS]}"
 
 
 def check_data_root(cfg: DictConfig) -> None:
@@ -274,4 +289,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

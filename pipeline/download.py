@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 from tqdm import tqdm
 
 from pipeline.config import stage_args
+from pipeline.errors import PipelineError, run_main
 from pipeline.files import atomic_path
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import KAGGLE_SUBDIR, NPZ_SUBDIR, SPLITS
@@ -34,7 +35,7 @@ COPY_CHUNK_BYTES = 16 << 20          # bytes copied per step while extracting (g
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
 
 
-class DownloadError(ValueError):
+class DownloadError(PipelineError):
     """A download or archive that cannot be used; the message is one line naming the file."""
 
 
@@ -145,4 +146,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

@@ -16,8 +16,9 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from pipeline.config import stage_args
+from pipeline.config import data_fingerprint, stage_args
 from pipeline.ensembling.blend import blend, gain_over_best_member, pick_weights
+from pipeline.errors import run_main
 from pipeline.scoring import metrics
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth
 from pipeline.predictions import load_predictions, predictions_path, save_predictions
@@ -47,6 +48,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
               for split in member_scores}
     gain = gain_over_best_member(member_scores, scores)
     extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores["valid"],
+             "data_fingerprint": data_fingerprint(cfg.data),     # checked by `predict --model ensemble`
              **({"member_test_scores": member_scores["test"]} if "test" in member_scores else {}), "best_member": gain["best_member"],
              "gain_over_best_member": gain["gain"], "seconds": round(time.perf_counter() - started, 3)}
     result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra, truth_by_split=truth)
@@ -64,4 +66,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from pipeline.errors import run_main
 from pipeline.config import load_cfg, split_overrides
 from pipeline.featurizer.dataset import FeaturizeSettings, featurize
 from pipeline.hlo.featurize import HloParseError
@@ -40,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         counts = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:
         raise SystemExit(f"featurize: {err}") from None
+    if not any(counts.values()):
+        raise SystemExit(f"featurize: {', '.join(map(str, args.programs))}: no graph for any collection (layout needs "
+                         f"a convolution, dot or reshape; tile needs fused kernels, i.e. optimised HLO such as "
+                         f".compile().as_text()); nothing written")
     print(f"wrote {args.out / NPZ_SUBDIR} (test split): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for slug, count in counts.items():
         if count == 0:
@@ -52,4 +57,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

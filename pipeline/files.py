@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping
 
+from pipeline.errors import PipelineError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -61,12 +63,12 @@ def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def read_json(path: str | os.PathLike) -> dict:
-    """A JSON object from `path`; ValueError naming the file when it is not valid JSON or not an object."""
+    """A JSON object from `path`; PipelineError (a ValueError) naming the file when it is not valid JSON or not an object."""
     path = Path(path)
     try:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        raise PipelineError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
     if not isinstance(payload, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(payload).__name__}")
+        raise PipelineError(f"{path}: expected a JSON object, found {type(payload).__name__}")
     return payload

@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
@@ -259,4 +260,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

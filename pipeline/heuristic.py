@@ -12,6 +12,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args
 from pipeline.heuristic_model.scores import predict_split
 from pipeline.scoring.evaluate import evaluate_and_write
@@ -42,4 +43,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

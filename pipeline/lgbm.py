@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.files import atomic_path
 from pipeline.features.table import FeatureSpec
@@ -99,4 +100,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -31,13 +31,16 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
+from pipeline.errors import run_main
 from pipeline.files import write_csv
-from pipeline.tpugraphs.dataset import COLLECTIONS, Collection
-from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, check_file_name
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
+GRAPH_SUFFIX = ".npz"
+HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
+HLO_FIRST_WORD = "HloModule"
 
 
 def file_kind(path: Path) -> str:
@@ -64,7 +67,7 @@ def path_collection(path: Path) -> Collection | None:
 def input_files(path: Path) -> list[Path]:
     """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted)."""
     path = Path(path)
-    files = sorted(path.rglob("*.npz")) if path.is_dir() else [path]
+    files = sorted(map(check_file_name, path.rglob(f"*{GRAPH_SUFFIX}"))) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
         raise PredictError(f"{path}: expected an .npz graph file or a folder holding some")
     return files
@@ -104,8 +107,19 @@ def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: s
 
 
 def is_hlo_text(path: Path) -> bool:
-    """A single file that is not an npz: HLO module text (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...)."""
-    return path.is_file() and path.suffix != ".npz"
+    """A single file named `*.hlo` or `*.txt` (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...) whose first
+    non-blank line starts with `HloModule`; any other file that is not an `.npz` is refused (PredictError)."""
+    if not path.is_file() or path.suffix == GRAPH_SUFFIX:
+        return False
+    if path.suffix not in HLO_SUFFIXES:
+        raise PredictError(f"{path}: expected an {GRAPH_SUFFIX} graph file, a folder of them, or HLO module text "
+                           f"(a {' or '.join(HLO_SUFFIXES)} file)")
+    with open(path, "rb") as f:
+        first = next((line.strip() for line in f if line.strip()), b"")
+    if not first.startswith(HLO_FIRST_WORD.encode()):
+        raise PredictError(f"{path}: expected HLO module text, whose first line starts with '{HLO_FIRST_WORD}'; "
+                           f"found {first[:60].decode('utf-8', 'replace')!r}")
+    return True
 
 
 def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
@@ -158,13 +172,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                            dvc_outputs=False)
     model = args.model or str(cfg.predict.model)
     top = int(cfg.predict.top if args.top is None else args.top)
-    try:
-        if model not in MODELS:
-            raise PredictError(f"predict.model={model!r}: expected one of {MODELS}")
-        table = rank_path(cfg, Path(args.path), model, args.collection)
-        out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
-    except (PredictError, TpuGraphsFormatError) as error:
-        raise SystemExit(f"error: {error}") from None
+    if top < 1:
+        raise PredictError(f"--top {top}: expected a count >= 1 (the configs printed per graph)")
+    if args.collection is not None:
+        try:
+            Collection.parse(args.collection)
+        except ValueError as error:
+            raise PredictError(f"--collection: {error}") from None
+    table = rank_path(cfg, Path(args.path), model, args.collection)
+    out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
     for (source, graph_id), rows in table.groupby(["source_file", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
         print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
@@ -173,4 +189,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

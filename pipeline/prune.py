@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from pipeline.errors import run_main
 from pipeline.config import stage_args
 from pipeline.files import atomic_path, write_json
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer
@@ -153,4 +154,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

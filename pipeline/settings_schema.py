@@ -21,7 +21,8 @@ from typing import Iterable, Mapping, Sequence
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, PRUNE_DEDUP_MODES,
-                              PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS)
+                              PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
+                              MODELS)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
@@ -147,11 +148,11 @@ SCHEMA = Group({
             "finetune_lr_scale": NON_NEGATIVE,
         }),
     }),
-    "ensemble": Group({"members": List(Str(), min_len=1), "normalize": Str(("minmax", "rank")),
+    "ensemble": Group({"members": List(Str(MODEL_STAGES), min_len=1), "normalize": Str(("minmax", "rank")),
                        "weighting": Str(ENSEMBLE_WEIGHTINGS),
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
-    "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
-    "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
+    "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
+    "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
     "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
         "model": Str(AUTOTUNE_MODELS),
         "collection": Str(COLLECTION_NAMES),
@@ -169,7 +170,7 @@ SCHEMA = Group({
         "oracle": Group({"budget": COUNT, "random_samples": COUNT, "batch": COUNT}),
         "tile": Group({"max_configs": Int(low=2)}),
     }),
-    "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
+    "summary": Group({"models": List(Str(MODELS), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
                       "page_template": PATH, "vega_lite_version": Str()}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),

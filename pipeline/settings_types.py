@@ -11,10 +11,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from pipeline.errors import PipelineError
+
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
 
 
-class SettingsError(ValueError):
+class SettingsError(PipelineError):
     """A configuration value or key that the schema does not allow (one line: key, value, what is allowed)."""
 
     def __init__(self, key: str, value: Any, allowed: str):

@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
+from pipeline.errors import PipelineError, run_main
 from pipeline.files import write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
@@ -27,7 +28,7 @@ HEADER = ["ID", "TopConfigs"]
 SEPARATOR = ";"
 
 
-class SubmissionError(ValueError):
+class SubmissionError(PipelineError):
     """A submission Kaggle would reject; the message lists every problem found."""
 
 
@@ -61,9 +62,10 @@ def expected_rows(data_root: str | Path, collections: Sequence[Collection]) -> d
 
 
 def parse_indices(text: str) -> list[int]:
-    """'3;0;2' -> [3, 0, 2]; raises ValueError on anything else."""
+    """'3;0;2' -> [3, 0, 2]; raises ValueError on anything else (ASCII digits only: str.isdigit also takes
+    full-width or superscript digits, which Kaggle's parser refuses)."""
     parts = str(text).split(SEPARATOR)
-    if not all(p.strip().isdigit() for p in parts):
+    if not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
         raise ValueError(f"not a ';'-separated list of non-negative integers: {str(text)[:60]!r}")
     return [int(p) for p in parts]
 
@@ -114,9 +116,9 @@ def validate_submission(table: pd.DataFrame, expected: Mapping[str, tuple[str, i
     if list(table.columns) != HEADER:
         return [f"header is {list(table.columns)}; expected {HEADER}"]
     problems = missing_collections(table, expected)
-    problems += [f"duplicate ID {i}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
-    problems += [f"unknown ID {i}" for i in sorted(set(table["ID"]) - set(expected))]
-    problems += [f"missing ID {i}" for i in sorted(set(expected) - set(table["ID"]))]
+    problems += [f"duplicate ID {i!r}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
+    problems += [f"unknown ID {i!r}" for i in sorted(set(table["ID"]) - set(expected))]
+    problems += [f"missing ID {i!r}" for i in sorted(set(expected) - set(table["ID"]))]
     for row_id_, text in zip(table["ID"], table["TopConfigs"]):
         if row_id_ not in expected:
             continue
@@ -224,4 +226,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 
 import pandas as pd
 
+from pipeline.errors import run_main
 from pipeline import notebook_data as reports
 from pipeline import plots_page
 from pipeline.config import stage_args
@@ -162,4 +163,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)

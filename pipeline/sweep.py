@@ -24,6 +24,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from pipeline.errors import run_main
 from pipeline.config import CONF_DIR, MODEL_OUTPUT_PATHS, checked, compose, repo_root
 from pipeline.settings_schema import check_overrides
 from pipeline.settings_types import SettingsError
@@ -95,4 +96,4 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

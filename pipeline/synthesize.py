@@ -18,6 +18,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
+from pipeline.errors import run_main
 from pipeline.choices import SYNTH_BUILDERS
 from pipeline.files import read_json
 from pipeline.config import stage_args
@@ -87,4 +88,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline.choices import MODELS
+from pipeline.config import data_fingerprint
+from pipeline.errors import PipelineError
 from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
@@ -21,11 +24,10 @@ from pipeline.pruning.params import PruneParams
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection, load_graph
 
-MODELS = ("ensemble", "gnn", "lgbm", "heuristic")
 SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
 
 
-class PredictError(ValueError):
+class PredictError(PipelineError):
     """A graph or model the tools cannot score (one line: the file and what was expected)."""
 
 
@@ -70,10 +72,12 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
 
 
 def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float]:
-    """The member weights stage ensemble chose on valid for this collection (its metrics file)."""
+    """The member weights stage ensemble chose on valid for this collection (its metrics file), refused when they
+    were chosen on other data settings (the `data_fingerprint` the stage recorded with them)."""
     from pipeline.ensembling.blend import read_weights
     try:
-        return read_weights(metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug))
+        return read_weights(metrics_file(cfg.paths.metrics_dir, "ensemble", collection.slug),
+                            data_fingerprint(cfg.data))
     except (FileNotFoundError, ValueError) as error:
         raise PredictError(str(error)) from None
 

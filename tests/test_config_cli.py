@@ -92,13 +92,13 @@ def test_real_data_without_its_files_fails_in_one_line_before_dvc(tmp_path):
     starts); an explicit null root is refused by the schema."""
     params = (repo_root() / "params.yaml").read_bytes()
     result = cli("pipeline.config", "data=tpugraphs", f"paths.tpugraphs_dir={tmp_path / 'none'}")
-    assert result.returncode == 1 and (repo_root() / "params.yaml").read_bytes() == params
+    assert result.returncode == 2 and (repo_root() / "params.yaml").read_bytes() == params
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: data.root={tmp_path / 'none'}: no TpuGraphs data there (")
     assert "found no such folder" in line and line.endswith("run `python -m pipeline.download` or set "
                                                             "data.root=<folder holding npz/>")
     result = cli("pipeline.config", "data=tpugraphs", "data.root=null")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "error: setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"]
 

@@ -133,4 +133,4 @@ def test_command_line_unpacks_a_local_archive_into_the_default_root(good_zip, tm
     assert "unpacked 2 graph files" in out.stdout and (tmp_path / "tg" / TILE).is_file()
     bad = subprocess.run([sys.executable, "-m", "pipeline.download", "--archive", str(tmp_path / "nope.zip")],
                          cwd=repo_root(), capture_output=True, text=True)
-    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope.zip'}: no such archive"]
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope.zip'}: no such archive"]

@@ -110,7 +110,7 @@ def test_check_refuses_a_csv_missing_a_collection_and_notes_official_counts(tmp_
     csv = tmp_path / "sub.csv"
     csv.write_text("ID,TopConfigs\ntile:xla:t3,1;0;2\n")
     assert check_file(csv, check_cfg(root)) == ["no rows at all for collection layout:xla:random (expected 1)",
-                                                 "missing ID layout:xla:random:c"]
+                                                 "missing ID 'layout:xla:random:c'"]
     assert check_notes(csv, check_cfg(root)) == [
         "tile:xla: 1 rows; the official test set has 844 graphs (894 rows in all)",
         "layout:xla:random: 0 rows; the official test set has 8 graphs (894 rows in all)"]

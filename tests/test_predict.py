@@ -81,10 +81,10 @@ def test_predict_refuses_a_wrong_kind_and_a_dvc_output_path(repo, tmp_path):
     tile = sorted((dest / "data" / "synthetic" / "npz" / "tile" / "xla" / "test").glob("*.npz"))[0]
     copy = shutil.copy(tile, tmp_path / "t.npz")
     refused = predict(dest, env, copy, "--model", "lgbm", "--collection", "layout-nlp-default")
-    assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         f"error: {copy}: a tile graph, but the layout:nlp:default model ranks layout graphs"]
     inside = predict(dest, env, tile, "--model", "heuristic", "--out", "predictions/x.csv")
-    assert inside.returncode == 1 and "inside paths.predictions_dir" in inside.stderr
+    assert inside.returncode == 2 and "inside paths.predictions_dir" in inside.stderr
     ok = predict(dest, env, tile, "--model", "heuristic")         # collection from the official path
     assert ok.returncode == 0, ok.stderr[-2000:]
     written = list((dest / "runs" / "predict").glob("heuristic-tile-xla-*.csv"))

@@ -171,6 +171,6 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
 ])
 def test_command_line_errors_are_one_line_without_traceback(command):
     done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0
+    assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr

@@ -30,14 +30,16 @@ def test_build_rows_ranks_fastest_first():
 
 
 @pytest.mark.parametrize("rows, problem", [
-    (valid_rows() + [("tile:xla:aa", "0;1;2;3;4")], "duplicate ID tile:xla:aa"),
-    (valid_rows()[:2], "missing ID layout:nlp:default:cc"),
-    (valid_rows() + [("tile:xla:zz", "0")], "unknown ID tile:xla:zz"),
+    (valid_rows() + [("tile:xla:aa", "0;1;2;3;4")], "duplicate ID 'tile:xla:aa'"),
+    (valid_rows()[:2], "missing ID 'layout:nlp:default:cc'"),
+    (valid_rows() + [("tile:xla:zz", "0")], "unknown ID 'tile:xla:zz'"),
     ([("tile:xla:aa", "0;1;2;3;7")] + valid_rows()[1:], "out of range"),
     ([("tile:xla:aa", "0;1;2;3")] + valid_rows()[1:], "needs the top 5"),
     ([("tile:xla:aa", "0;1;1;3;4")] + valid_rows()[1:], "repeats"),
     (valid_rows()[:2] + [("layout:nlp:default:cc", "3;1;0")], "full permutation of 4"),
     (valid_rows()[:2] + [("layout:nlp:default:cc", "3,1,0,2")], "non-negative integers"),
+    (valid_rows()[:2] + [("layout:nlp:default:cc", "\uff13;\uff11;\uff10;\uff12")], "non-negative integers"),  # full-width
+    (valid_rows()[:2] + [("layout:nlp:default:cc ", "3;1;0;2")], "unknown ID 'layout:nlp:default:cc '"),
 ])
 def test_invalid_submissions_are_named(rows, problem):
     problems = validate_submission(table(rows), EXPECTED, 5)

@@ -93,13 +93,19 @@ def blend_graph(member_scores: Mapping[str, np.ndarray], weights: Mapping[str, f
     return sum(float(w) * normalize_scores(member_scores[m], method) for m, w in weights.items())
 
 
-def read_weights(path: str | Path) -> dict[str, float]:
+def read_weights(path: str | Path, fingerprint: str | None = None) -> dict[str, float]:
     """The member weights in a metrics file of stage ensemble (`<metrics_dir>/ensemble/<slug>.json`, key `weights`);
-    FileNotFoundError / ValueError naming the file when it is missing or holds none."""
+    FileNotFoundError / ValueError naming the file when it is missing or holds none, or, given the `fingerprint` of
+    this run's data settings (`pipeline.config.data_fingerprint`), when the weights were chosen on other data."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; run stage ensemble for this collection first")
-    weights = json.loads(path.read_text()).get("weights")
+    record = json.loads(path.read_text())
+    weights = record.get("weights")
     if not isinstance(weights, dict) or not weights:
         raise ValueError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+    recorded = record.get("data_fingerprint")
+    if fingerprint is not None and recorded != fingerprint:
+        raise ValueError(f"{path}: weights chosen on data {recorded!r}, but this run's data settings are "
+                         f"{fingerprint!r}; run stage ensemble on this data (dvc repro) or pass the data= it used")
     return {str(m): float(w) for m, w in weights.items()}

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.errors import PipelineError
 from pipeline.files import atomic_path
 from pipeline.graphnet.model import ModelSpec, build_model
 
@@ -25,7 +26,7 @@ CHECKPOINT_FILE = "checkpoint.pt"
 NUMPY_TAG = "__numpy_array__"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(PipelineError):
     """A model or checkpoint file that is not a plain tensor/container payload written by this module."""
 
 

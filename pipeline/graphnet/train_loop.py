@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from pipeline.config import by_search
+from pipeline.errors import TrainingDivergedError
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs, shard
 from pipeline.graphnet.distributed import DistInfo, average_gradients, gather_objects
@@ -242,6 +243,9 @@ def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, set
         run.optimizer.zero_grad(set_to_none=True)
         loss, n = train_step(run.model, kind, batch, settings, run.rng, device,
                              info.enabled and run.trainer is None, run.cache, run.trainer)
+        if not math.isfinite(loss):
+            raise TrainingDivergedError(f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}"
+                                        f"; lower gnn.lr (now {settings.lr:g} for this collection)")
         if run.trainer is not None:
             average_gradients(run.core, info)
         if settings.grad_clip:

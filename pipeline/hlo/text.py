@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pipeline.errors import PipelineError
+
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
 ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4", "u8", "u16", "u32", "u64",
                            "f16", "f32", "f64", "bf16", "c64", "c128", "token", "opaque", "f4e2m1fn", "f8e3m4",
@@ -31,7 +33,7 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
 
-class HloParseError(ValueError):
+class HloParseError(PipelineError):
     """Malformed or unsupported HLO text; the message is one line naming the source and the line."""
 
     def __init__(self, source: str, line: int, expected: str, found: str | None = None):
@@ -213,7 +215,7 @@ class _Reader:
         opcode = op.group(1)
         operands: tuple[str, ...] = ()
         if opcode not in ("constant", "parameter") and inner.strip():
-            names = [p.rsplit(None, 1)[-1] for p in _pieces(text, inner_cuts + [end])]
+            names = [(p.rsplit(None, 1) or [""])[-1] for p in _pieces(text, inner_cuts + [end])]   # "" = (a,,b)
             bad = [n for n in names if not re.fullmatch(_NAME, n)]
             if bad:
                 raise self.fail(line, f"operand names of {m.group(2)}", bad[0])
@@ -260,6 +262,11 @@ class _Reader:
         header = numbered[0][1].split(None, 1)
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
+        for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[<=8]{0})->...}
+            if array.group(1) in ELEMENT_TYPES and any(d.strip().startswith("<=") or d.strip() == "?"
+                                                       for d in array.group(2).split(",")):
+                raise self.fail(numbered[0][0], "static dimension sizes (dynamic shapes are not supported)",
+                                array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False
         while self.pos < len(self.lines):

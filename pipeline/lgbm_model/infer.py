@@ -11,11 +11,14 @@ from typing import Iterable
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.config import first_line
+from pipeline.errors import PipelineError
 from pipeline.features.table import FeatureSpec, GraphFeaturizer
 from pipeline.predictions import Predictions
 from pipeline.pruned import PrunedGraph
 
 MODEL_FILE = "model.txt"            # <models_dir>/lgbm/<slug>/model.txt
+END_MARKERS = ("end of trees", "end of parameters")   # lines every complete model.txt holds
 
 
 def model_file(model_dir: str | Path) -> Path:
@@ -24,13 +27,23 @@ def model_file(model_dir: str | Path) -> Path:
 
 
 def load_booster(model_dir: str | Path):
-    """The booster stage lgbm saved in `model_dir`; FileNotFoundError naming the file when it is missing."""
+    """The booster stage lgbm saved in `model_dir`; FileNotFoundError naming the file when it is missing,
+    PipelineError naming it when it is cut short (no END_MARKERS line: LightGBM itself would load the trees before
+    the cut) or LightGBM refuses it."""
     import lightgbm as lgb
 
     path = model_file(model_dir)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; run stage lgbm for this collection first")
-    return lgb.Booster(model_file=str(path))
+    lines = set(path.read_text(errors="replace").splitlines())
+    missing = [marker for marker in END_MARKERS if marker not in lines]
+    try:
+        if missing:
+            raise lgb.basic.LightGBMError(f"no '{missing[0]}' line: the file is truncated")
+        return lgb.Booster(model_file=str(path))
+    except lgb.basic.LightGBMError as error:
+        raise PipelineError(f"{path}: expected a LightGBM model as stage lgbm saves it; found "
+                            f"{first_line(error)}; run stage lgbm for this collection again") from None
 
 
 def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num_threads: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from pipeline.tpugraphs.npz import NpzMember, check_index, iter_rows, list_membe
 from pipeline.tpugraphs.schema import (COLLECTION_NAMES, KAGGLE_SUBDIR, LAYOUT_VALUE_MAX, NPZ_SUBDIR, LAYOUT_VALUE_MIN, SPLITS,
                                       check_arrays, required_keys)
 
-__all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_disjoint_splits", "Graph", "load_graph",
+__all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_file_name", "check_disjoint_splits", "Graph", "load_graph",
            "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
 
 CONFIG_CHUNK_BYTES = 16 << 20                   # stored bytes of node_config_feat checked per step (temporaries ~4x)
@@ -85,11 +85,23 @@ def graph_paths(root: str | os.PathLike, collection: str | Collection, split: st
         raise TpuGraphsFormatError(folder, None, f"at least one {collection.name} {split} graph (*.npz)",
                                    "an empty folder")
     for path in paths:
+        check_file_name(path)
         if not path.is_file():
             target = os.readlink(path) if path.is_symlink() else "not a regular file"
             raise TpuGraphsFormatError(path, None, "a readable npz file", f"a dangling link to {target}"
                                        if path.is_symlink() else target)
     return paths
+
+
+def check_file_name(path: Path) -> Path:
+    """`path` when its file name is UTF-8 text (graph ids become CSV cells and wandb keys); else a
+    TpuGraphsFormatError naming the folder and the name's bytes."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TpuGraphsFormatError(path.parent, None, "graph file names in UTF-8",
+                                   f"the name {os.fsencode(path.name)!r}") from None
+    return path
 
 
 def check_disjoint_splits(root: str | os.PathLike, collection: str | Collection) -> dict[str, list[Path]]:

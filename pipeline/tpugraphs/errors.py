@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 
+from pipeline.errors import PipelineError
 
-class TpuGraphsFormatError(ValueError):
+
+class TpuGraphsFormatError(PipelineError):
     """A data file or folder is not what the TpuGraphs format expects."""
 
     def __init__(self, path: str | os.PathLike, key: str | None, expected: str, found: str):

@@ -147,6 +147,9 @@ class NpzMember:
 
 
 def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path, file_size: int) -> NpzMember:
+    if not info.filename.endswith(".npy"):
+        raise TpuGraphsFormatError(path, info.filename, "only <key>.npy members (as numpy.savez writes)",
+                                   f"a member named {info.filename!r}")
     key = info.filename.removesuffix(".npy")
     if info.flag_bits & 0x1:
         raise TpuGraphsFormatError(path, key, "an unencrypted member", "an encrypted member")
@@ -173,10 +176,14 @@ def list_members(path: str | os.PathLike) -> dict[str, NpzMember]:
     """Every member of the npz at `path`, by key, from the zip directory and npy headers only.
 
     Raises:
-        TpuGraphsFormatError: not a readable zip (truncated, corrupt), or a member that is not a plain npy array.
-        FileNotFoundError: no file at `path`.
+        TpuGraphsFormatError: no file at `path` (or a dangling link), not a readable zip (truncated, corrupt), or
+            a member that is not a plain npy array.
     """
     path = Path(path)
+    if not path.is_file():
+        found = (f"a dangling link to {os.readlink(path)}" if path.is_symlink() else
+                 "a folder" if path.is_dir() else "no such file")
+        raise TpuGraphsFormatError(path, None, "an npz file", found)
     try:
         file_size = path.stat().st_size
         with zipfile.ZipFile(path) as zf, open(path, "rb") as raw:
@@ -191,8 +198,6 @@ def list_members(path: str | os.PathLike) -> dict[str, NpzMember]:
                     raise TpuGraphsFormatError(path, member.key, "each member once", "a duplicate zip member")
                 members[member.key] = member
             return members
-    except FileNotFoundError:
-        raise
     except _ZIP_ERRORS as e:
         raise TpuGraphsFormatError(path, None, "a readable npz (zip) archive",
                                    f"{type(e).__name__}: {e}") from None

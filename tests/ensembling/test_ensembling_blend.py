@@ -101,5 +101,7 @@ def test_blend_graph_is_blend_on_one_graph_and_reads_the_stage_weights(tmp_path)
     path.write_text('{"weights": {}}')
     with pytest.raises(ValueError, match="key 'weights' missing"):
         read_weights(path)
-    path.write_text('{"weights": {"gnn": 1, "lgbm": 0.0}}')
-    assert read_weights(path) == {"gnn": 1.0, "lgbm": 0.0}
+    path.write_text('{"weights": {"gnn": 1, "lgbm": 0.0}, "data_fingerprint": "programs:ab"}')
+    assert read_weights(path) == {"gnn": 1.0, "lgbm": 0.0} == read_weights(path, "programs:ab")
+    with pytest.raises(ValueError, match="weights chosen on data 'programs:ab', but this run's data settings are"):
+        read_weights(path, "programs_ci:cd")

@@ -236,3 +236,24 @@ def test_in_memory_source_and_tile_validation(tiny_npz):
     values[0, 0, 0] = 6
     with pytest.raises(TpuGraphsFormatError, match="config 0, node 0, dim 0"):
         layout.read_node_config_feat([0])
+
+
+def test_load_graph_names_a_dangling_link_and_a_missing_file(tmp_path):
+    link = tmp_path / "gone.npz"
+    link.symlink_to(tmp_path / "nowhere.npz")
+    with pytest.raises(TpuGraphsFormatError, match=f"{link}: expected an npz file; found a dangling link to "
+                                                   f"{tmp_path / 'nowhere.npz'}"):
+        load_graph(link, "layout:xla:random", "train")
+    with pytest.raises(TpuGraphsFormatError, match="absent.npz: expected an npz file; found no such file"):
+        load_graph(tmp_path / "absent.npz", "layout:xla:random", "train")
+
+
+def test_load_graph_names_an_extra_member_that_is_not_npy(tmp_path):
+    import zipfile
+
+    path = write_npz(tmp_path / "g.npz", make_layout_arrays())
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("notes.txt", "hello")
+    with pytest.raises(TpuGraphsFormatError, match=r"g.npz \[key 'notes.txt'\]: expected only <key>.npy members "
+                                                   r"\(as numpy.savez writes\); found a member named 'notes.txt'"):
+        load_graph(path, "layout:xla:random", "train")

@@ -1,0 +1,50 @@
+"""The project's own errors and the one top-level handler every command shares.
+
+Bad input (a data file, a CSV, a setting, a model file, HLO text) raises a subclass of `PipelineError` whose message
+is one line naming the file or key, what was expected and what was found: `TpuGraphsFormatError`, `SettingsError`,
+`HloParseError`, `CheckpointError`, `PredictError`, `SubmissionError`, `DownloadError`, `TrainingDivergedError`.
+
+Every `python -m pipeline.<stage>` (and every tool under benchmarks/) ends with `run_main(main)`: a
+`PipelineError`, or a `SystemExit` carrying a message, becomes that one line on stderr and exit status
+`EXIT_BAD_INPUT`; any other exception is a programming error and keeps its traceback. Stages write their outputs
+through `pipeline.files.atomic_path`, so an error leaves no output that DVC would accept.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+EXIT_BAD_INPUT = 2          # the status of every refused input (argparse uses the same for bad flags)
+ERROR_PREFIX = "error: "
+
+
+class PipelineError(ValueError):
+    """Bad input the user can fix; the message is one line naming the file or key (a ValueError, as before)."""
+
+
+class TrainingDivergedError(PipelineError):
+    """Training produced a non-finite loss: the message names the step and the setting most likely at fault."""
+
+
+def one_line(message: str) -> str:
+    """The message on one line (inner line breaks become '; '), prefixed with 'error: ' once."""
+    text = "; ".join(part.strip() for part in str(message).splitlines() if part.strip()) or "failed"
+    return text if text.startswith(ERROR_PREFIX) else ERROR_PREFIX + text
+
+
+def run_main(main: Callable[[], object]) -> None:
+    """Run a command's `main()`; the project's errors exit with one stderr line and status EXIT_BAD_INPUT.
+
+    A `SystemExit` with a message (the stages' existing one-line exits) is treated the same way; one with a number
+    keeps it. Anything else propagates with its traceback.
+    """
+    try:
+        main()
+    except PipelineError as error:
+        print(one_line(str(error)), file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(one_line(stop.code), file=sys.stderr)
+            raise SystemExit(EXIT_BAD_INPUT) from None
+        raise

@@ -1,0 +1,115 @@
+"""Hardening (#29): `python -m pipeline.predict` refuses bad flags, files and model outputs in one line (exit 2),
+writing no CSV; the ensemble's weights carry the data fingerprint they were chosen on."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_layout_arrays, write_npz
+from entry_points import error_line, run_entry, written
+
+from pipeline.config import compose, data_fingerprint
+from pipeline.prune import PruneParams, prune_collection
+from pipeline.tpugraphs.dataset import Collection
+
+SLUG = "layout-xla-random"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """(overrides, graph, folders): a tiny layout:xla:random tree pruned as stage prune would, and the overrides
+    pointing predict at it (models and metrics folders empty until a test fills them)."""
+    base = tmp_path_factory.mktemp("predict")
+    for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
+        arrays = make_layout_arrays()
+        if split == "test":
+            arrays["config_runtime"][:] = 0
+        write_npz(base / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)
+    overrides = ["data=tpugraphs", f"data.root={base / 'data'}", f"data.collections=[{SLUG}]",
+                 *(f"paths.{key}={base / key}" for key in ("pruned_dir", "models_dir", "metrics_dir")),
+                 f"predict.run_dir={base / 'runs'}"]
+    cfg = compose(overrides)
+    prune_collection(cfg.data.root, SLUG, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune, Collection.parse(SLUG)))
+    graph = shutil.copy(base / "data/npz/layout/xla/random/test/c.npz", base / "new.npz")
+    return overrides, Path(graph), base
+
+
+def refused(setup, *args) -> str:
+    """The one error line of a predict run that must fail, after checking that it wrote no CSV."""
+    overrides, _, base = setup
+    out = base / "out.csv"
+    line = error_line(run_entry("pipeline.predict", *args, "--out", out, *overrides))
+    assert not out.exists() and written(base / "runs") == []
+    return line
+
+
+def test_an_unknown_collection_is_refused_up_front(setup):
+    line = refused(setup, setup[1], "--model", "heuristic", "--collection", "layout-foo")
+    assert line.startswith("error: --collection: unknown collection 'layout-foo': expected one of")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("top", ["0", "-1"])
+def test_top_below_one_is_refused(setup, top):
+    assert refused(setup, setup[1], "--model", "heuristic", "--collection", SLUG, "--top", top) == (
+        f"error: --top {top}: expected a count >= 1 (the configs printed per graph)")
+
+
+@pytest.mark.slow
+def test_a_truncated_lightgbm_model_is_named(setup, tmp_path):
+    import lightgbm as lgb
+
+    _, graph, base = setup
+    booster = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                        lgb.Dataset(np.random.default_rng(0).random((40, 3)), label=np.arange(40.0)), 3)
+    model_file = base / "models_dir/lgbm" / SLUG / "model.txt"
+    model_file.parent.mkdir(parents=True, exist_ok=True)
+    text = booster.model_to_string()
+    try:
+        for cut in (len(text) // 3, 200):            # LightGBM loads the first cut, refuses the second
+            model_file.write_text(text[:cut])
+            line = refused(setup, graph, "--model", "lgbm", "--collection", SLUG)
+            assert line.startswith(f"error: {model_file}: expected a LightGBM model as stage lgbm saves it; found "), line
+    finally:
+        shutil.rmtree(base / "models_dir/lgbm")
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("notes.txt", "remember the milk\n", "expected HLO module text, whose first line starts with 'HloModule'; "
+                                         "found 'remember the milk'"),
+    ("notes.md", "HloModule m\n", "expected an .npz graph file, a folder of them, or HLO module text "
+                                  "(a .hlo or .txt file)"),
+])
+def test_a_file_that_is_neither_npz_nor_hlo_text_is_refused(setup, tmp_path, name, content, words):
+    path = tmp_path / name
+    path.write_text(content)
+    assert refused(setup, path, "--model", "heuristic") == f"error: {path}: {words}"
+
+
+@pytest.mark.slow
+def test_ensemble_weights_of_other_data_are_refused_and_of_this_data_used(setup):
+    overrides, graph, base = setup
+    weights = base / "metrics_dir/ensemble" / f"{SLUG}.json"
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    fingerprint = data_fingerprint(compose(overrides).data)
+    other = data_fingerprint(compose(["data=programs_ci"]).data)
+    assert fingerprint != other and fingerprint.startswith("tpugraphs:") and other.startswith("programs_ci:")
+    try:
+        weights.write_text(json.dumps({"weights": {"heuristic": 1.0}, "data_fingerprint": other}))
+        line = refused(setup, graph, "--model", "ensemble", "--collection", SLUG)
+        assert line == (f"error: {weights}: weights chosen on data '{other}', but this run's data settings are "
+                        f"'{fingerprint}'; run stage ensemble on this data (dvc repro) or pass the data= it used")
+        weights.write_text(json.dumps({"weights": {"heuristic": 1.0}}))          # written before fingerprints
+        assert "weights chosen on data None" in refused(setup, graph, "--model", "ensemble", "--collection", SLUG)
+        weights.write_text(json.dumps({"weights": {"heuristic": 1.0}, "data_fingerprint": fingerprint}))
+        out = base / "ok.csv"
+        done = run_entry("pipeline.predict", graph, "--model", "ensemble", "--collection", SLUG, "--out", out,
+                         *overrides)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert sorted(pd.read_csv(out)["config_index"]) == [0, 1, 2, 3]       # every config ranked once
+    finally:
+        shutil.rmtree(weights.parent)
