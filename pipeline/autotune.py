@@ -22,6 +22,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from pipeline.config import stage_args
+from pipeline.errors import run_main
 from pipeline.files import write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
@@ -78,4 +79,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main)
