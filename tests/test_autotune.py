@@ -95,5 +95,5 @@ def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
               "(dvc repro)")]
     for args, line in cases:
         refused = autotune(dest, env, *args, "--out", tmp_path / "out")
-        assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [line]
+        assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [line]
     assert not (tmp_path / "out").exists()

@@ -59,7 +59,7 @@ def default_config(kernel: TileKernel, params: TileCostParams) -> np.ndarray:
     return encode_config(kernel, tile, cin)
 
 
-def _tile_choices(size: int, smallest: int) -> list[int]:
+def tile_choices(size: int, smallest: int) -> list[int]:
     """Powers of two in [min(size, smallest), size], plus the full size."""
     lo = min(size, smallest)
     return sorted({size} | {2 ** i for i in range(int(np.log2(max(size, 1))) + 1) if 2 ** i >= lo})
@@ -71,8 +71,8 @@ def sample_tile_configs(kernel: TileKernel, n_configs: int, default_row: np.ndar
     `min_tile`); convolutions also an input-feature tile. The default row replaces one row with `default_share`."""
     rank = len(kernel.out_shape)
     smallest = [1] * max(0, rank - 2) + list(min_tile)[-min(rank, 2):]
-    choices = [_tile_choices(int(d), s) for d, s in zip(kernel.out_shape, smallest)]
-    cin_choices = _tile_choices(kernel.contract, min_tile[0])
+    choices = [tile_choices(int(d), s) for d, s in zip(kernel.out_shape, smallest)]
+    cin_choices = tile_choices(kernel.contract, min_tile[0])
     rows = []
     for _ in range(n_configs):
         tile = [int(rng.choice(c)) for c in choices]

@@ -52,17 +52,18 @@ class GnnMember:
             if meta.get("collection", collection.name) != collection.name:
                 raise PredictError(f"{path}: a model of {meta['collection']}, not of {collection.name}")
             self.nets.append(net.eval())
-        self._tensors: dict[str, object] = {}
+        self._tensors: dict[tuple[str, str], object] = {}
         self.kind = collection.kind
 
     @torch.no_grad()
     def raw(self, graph: PrunedGraph) -> np.ndarray:
         from pipeline.graphnet.data import config_batch, graph_tensors
 
-        if graph.graph_id not in self._tensors:
-            self._tensors[graph.graph_id] = graph_tensors(graph)
+        key = (graph.split, graph.graph_id)          # valid graphs (calibration) and test-split templates
+        if key not in self._tensors:
+            self._tensors[key] = graph_tensors(graph)
         configs = config_batch(self.kind, graph, np.arange(graph.n_kept))
-        return np.mean([net(self._tensors[graph.graph_id], configs).float().numpy() for net in self.nets], axis=0)
+        return np.mean([net(self._tensors[key], configs).float().numpy() for net in self.nets], axis=0)
 
 
 class LgbmMember:

@@ -107,8 +107,9 @@ def _unique(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator, local_share: float) -> None:
     space = objective.space
     n_mut = s.batch // 2
-    pop = np.concatenate([space.default(), space.mutate(space.default(n_mut), 0.0, rng),
-                          space.random(s.batch - n_mut - 1, s.random_default_prob, rng)])
+    first = np.concatenate([space.mutate(space.default(n_mut), 0.0, rng),
+                            space.random(s.batch - n_mut - 1, s.random_default_prob, rng)])
+    pop = np.concatenate([space.default(), first[rng.permutation(len(first))]])   # a small budget gets both
     scores, stalls = objective(pop), 0
     while not objective.exhausted and stalls < STALLS:
         before = objective.evaluations

@@ -21,7 +21,7 @@ from pipeline.pruned import REPORT_FILE, PrunedGraph, collection_dir
 from pipeline.files import read_json
 from pipeline.pruning.repad import repad_config_feat
 from pipeline.tpugraphs import writer
-from pipeline.featurizer.tile_configs import _tile_choices, default_config, encode_config
+from pipeline.featurizer.tile_configs import default_config, encode_config, tile_choices
 from pipeline.costmodel.tile import KERNEL_BOUNDS, OUTPUT_BOUNDS
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.models import prune_new_graph
@@ -34,9 +34,9 @@ def tile_candidates(program: TileProgram, search: TileSearch, max_configs: int,
     kernel = program.kernel
     rank = len(kernel.out_shape)
     smallest = [1] * max(0, rank - 2) + list(search.min_tile)[-min(rank, 2):]
-    choices = [_tile_choices(int(d), s) for d, s in zip(kernel.out_shape, smallest)]
+    choices = [tile_choices(int(d), s) for d, s in zip(kernel.out_shape, smallest)]
     if kernel.kind == "conv":
-        choices.append(_tile_choices(kernel.contract, search.min_tile[0]))
+        choices.append(tile_choices(kernel.contract, search.min_tile[0]))
     total = int(np.prod([len(c) for c in choices]))
     if total <= max_configs - 1:
         combos = list(itertools.product(*choices))
