@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_layout_arrays, write_npz
+from conftest import in_split, make_layout_arrays, write_npz
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose, data_fingerprint
@@ -25,7 +25,7 @@ def setup(tmp_path_factory):
     pointing predict at it (models and metrics folders empty until a test fills them)."""
     base = tmp_path_factory.mktemp("predict")
     for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = make_layout_arrays()
+        arrays = in_split(make_layout_arrays(), split)
         if split == "test":
             arrays["config_runtime"][:] = 0
         write_npz(base / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)
