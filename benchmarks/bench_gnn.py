@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline.errors import run_main  # noqa: E402
+from pipeline.errors import run_main
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.infer import InferSettings, predict_graph

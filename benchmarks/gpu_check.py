@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from benchmarks.bench_gnn import bench_hops, make_graph, prune, ranking_agreement
-from pipeline.errors import run_main  # noqa: E402
+from pipeline.errors import run_main
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
