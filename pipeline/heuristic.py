@@ -11,7 +11,6 @@ valid and test, plus metrics.
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Sequence
 
