@@ -191,8 +191,9 @@ def ensemble_weights(cfg: DictConfig, collection: Collection) -> dict[str, float
     if not isinstance(weights, dict) or not weights:
         raise PredictError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
     if recorded != expected:
-        raise PredictError(f"{path}: weights chosen on data {recorded!r}, but this run's data settings are "
-                           f"{expected!r}; run stage ensemble on this data (dvc repro) or pass the data= it used")
+        chosen_on = "on unrecorded data (no key 'data_fingerprint')" if recorded is None else f"on data {recorded!r}"
+        raise PredictError(f"{path}: weights chosen {chosen_on}, but this run's data settings are {expected!r}; "
+                           f"run stage ensemble on this data (dvc repro) or pass the data= it used")
     return {str(m): float(w) for m, w in weights.items()}
 
 

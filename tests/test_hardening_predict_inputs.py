@@ -104,7 +104,8 @@ def test_ensemble_weights_of_other_data_are_refused_and_of_this_data_used(setup)
         assert line == (f"error: {weights}: weights chosen on data '{other}', but this run's data settings are "
                         f"'{fingerprint}'; run stage ensemble on this data (dvc repro) or pass the data= it used")
         weights.write_text(json.dumps({"weights": {"heuristic": 1.0}}))          # written before fingerprints
-        assert "weights chosen on data None" in refused(setup, graph, "--model", "ensemble", "--collection", SLUG)
+        assert "weights chosen on unrecorded data (no key 'data_fingerprint'), but" in refused(
+            setup, graph, "--model", "ensemble", "--collection", SLUG)
         weights.write_text(json.dumps({"weights": {"heuristic": 1.0}, "data_fingerprint": fingerprint}))
         out = base / "ok.csv"
         done = run_entry("pipeline.predict", graph, "--model", "ensemble", "--collection", SLUG, "--out", out,
