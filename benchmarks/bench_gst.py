@@ -33,7 +33,7 @@ import torch
 from benchmarks.bench_gnn import bench_model, train_case
 from benchmarks.common import peak_rss_mb, run_isolated
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd
-from pipeline.errors import run_main  # noqa: E402
+from pipeline.errors import run_main
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, runtimes
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache

@@ -37,7 +37,7 @@ from benchmarks.common import (FEATURES, flops_per_config, matmul_gflops, peak_r
 from benchmarks.bench_gst import prune_graph
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd, run_child
 from benchmarks.scale_model import extrapolate, extrapolation_table, rates
-from pipeline.errors import run_main  # noqa: E402
+from pipeline.errors import run_main
 from pipeline.config import compose, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SPLITS

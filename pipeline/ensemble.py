@@ -10,7 +10,6 @@ member best on valid, on valid and on test (where the dataset has test truth). T
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Sequence
 

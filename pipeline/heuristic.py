@@ -6,7 +6,6 @@ and writes the predictions contract for valid and test, plus metrics.
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Sequence
 

@@ -13,14 +13,15 @@ from `--collection`. A graph of another kind than the model's (a tile file for a
 one line. The CSV goes to `--out`, or `<predict.run_dir>/<model>-<slug or mixed>-<time>.csv`; a path inside a
 folder the DVC stages write is refused.
 
-A single file that is not an `.npz` is read as HLO module text (`.compile().as_text()`, an XLA dump): it is
-featurised first (`pipeline.featurizer`, settings `featurize`) into the collections of `featurize.collections`,
-and each graph is ranked with its own collection's model.
+A single `*.hlo` or `*.txt` file whose first line starts with `HloModule` is read as HLO module text
+(`.compile().as_text()`, an XLA dump): it is featurised first (`pipeline.featurizer`, settings `featurize`) into the
+collections of `featurize.collections`, and each graph is ranked with its own collection's model. Any other file,
+`--top` below 1, an unknown `--collection`, a truncated model.txt and ensemble weights recorded on other data are
+refused in one line (PredictError); docs/predict.md lists what is accepted.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path

@@ -29,6 +29,7 @@ from pipeline.pruning.params import PruneParams
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir,
                              spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
+from pipeline.tpugraphs.leaks import check_content_leaks
 from pipeline.tpugraphs.schema import SPLITS
 
 
@@ -100,6 +101,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
             skipped.append({"split": result.split, "graph_id": result.graph_id, "source_file": result.source_file,
                             "error": str(result.error)})
         done = [r for r in results if r.error is None]
+        check_content_leaks(((r.split, root / r.source_file, r.digest) for r in done), collection.name)
         train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
         normalizer = fit_normalizer(train_stats, params.log_mask, params.pad_value, params.drop_constant,
                                     where=f"{root / collection.subdir / 'train'}")

@@ -17,7 +17,7 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
     valid: lgbm = truth order (1), gnn reversed (-1), the two tie everywhere (0) -> best member lgbm, gain 0 - 1 = -1;
     test:  lgbm = [1,2,4,3] vs truth (tau 2/3), gnn = [1,2,3,4] (1), mean ranks [1,2,3.5,3.5] (tau 5/sqrt(30))."""
     from pipeline import ensemble
-    from pipeline.config import compose
+    from pipeline.config import compose, data_fingerprint
     from pipeline.predictions import predictions_path, save_predictions
     from pipeline.tpugraphs.dataset import Collection
 
@@ -34,6 +34,8 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
     monkeypatch.setattr(ensemble, "evaluate_and_write", lambda cfg, stage, collection, preds, extra=None, truth_by_split=None: dict(extra))
     result = ensemble.run(cfg, Collection.parse(slug))
     assert result["weights"] == {"lgbm": 0.5, "gnn": 0.5}
+    assert result["data_fingerprint"] == data_fingerprint(cfg.data) and result["data_fingerprint"].startswith(
+        "programs_ci:")                                  # what `predict --model ensemble` checks
     assert result["member_valid_scores"] == pytest.approx({"lgbm": 1.0, "gnn": -1.0})
     assert result["member_test_scores"] == pytest.approx({"lgbm": 2 / 3, "gnn": 1.0})
     assert result["best_member"] == "lgbm"

@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from conftest import ROOT, make_tile_arrays, write_npz
+from conftest import ROOT, in_split, make_tile_arrays, write_npz
 
 from pipeline.config import compose
 from pipeline.prune import prune_collection
@@ -19,7 +19,7 @@ SLUG = "tile-xla"
 
 def tile_tree(root):
     for split in ("train", "valid", "test"):
-        write_npz(root / "npz/tile/xla" / split / f"{split}_t.npz", make_tile_arrays())
+        write_npz(root / "npz/tile/xla" / split / f"{split}_t.npz", in_split(make_tile_arrays(), split))
     return root
 
 

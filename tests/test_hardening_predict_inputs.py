@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_layout_arrays, write_npz
+from conftest import in_split, make_layout_arrays, write_npz
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose, data_fingerprint
@@ -25,7 +25,7 @@ def setup(tmp_path_factory):
     pointing predict at it (models and metrics folders empty until a test fills them)."""
     base = tmp_path_factory.mktemp("predict")
     for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = make_layout_arrays()
+        arrays = in_split(make_layout_arrays(), split)
         if split == "test":
             arrays["config_runtime"][:] = 0
         write_npz(base / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)
@@ -104,7 +104,8 @@ def test_ensemble_weights_of_other_data_are_refused_and_of_this_data_used(setup)
         assert line == (f"error: {weights}: weights chosen on data '{other}', but this run's data settings are "
                         f"'{fingerprint}'; run stage ensemble on this data (dvc repro) or pass the data= it used")
         weights.write_text(json.dumps({"weights": {"heuristic": 1.0}}))          # written before fingerprints
-        assert "weights chosen on data None" in refused(setup, graph, "--model", "ensemble", "--collection", SLUG)
+        assert "weights chosen on unrecorded data (no key 'data_fingerprint'), but" in refused(
+            setup, graph, "--model", "ensemble", "--collection", SLUG)
         weights.write_text(json.dumps({"weights": {"heuristic": 1.0}, "data_fingerprint": fingerprint}))
         out = base / "ok.csv"
         done = run_entry("pipeline.predict", graph, "--model", "ensemble", "--collection", SLUG, "--out", out,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_layout_arrays, make_tile_arrays, write_npz
+from conftest import in_split, make_layout_arrays, make_tile_arrays, write_npz
 from entry_points import error_line, run_entry, written
 
 LAYOUT = Path("npz/layout/xla/random")
@@ -18,11 +18,11 @@ TILE = Path("npz/tile/xla")
 def data_tree(root: Path) -> Path:
     """One valid layout:xla:random and one valid tile:xla graph per split."""
     for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = make_layout_arrays()
+        arrays = in_split(make_layout_arrays(), split)
         if split == "test":
             arrays["config_runtime"][:] = 0
         write_npz(root / LAYOUT / split / f"{stem}.npz", arrays)
-        write_npz(root / TILE / split / f"t{stem}.npz", make_tile_arrays())
+        write_npz(root / TILE / split / f"t{stem}.npz", in_split(make_tile_arrays(), split))
     return root
 
 
@@ -78,6 +78,9 @@ CASES = {
     "a file name that is not UTF-8": (lambda r: shutil.copy(r / LAYOUT / "train/a.npz", os.fsencode(
         r / LAYOUT / "train") + b"/\xff\xfe.npz"), "layout-xla-random", [], LAYOUT / "train",
         r"expected graph file names in UTF-8; found the name b'\xff\xfe.npz'"),
+    "a train graph copied into valid": (lambda r: shutil.copy(r / LAYOUT / "train/a.npz", r / LAYOUT / "valid/a2.npz"),
+                                        "layout-xla-random", [], LAYOUT / "valid/a2.npz",
+                                        f"found the node_opcode, edge_index, node_feat of train graph "),
 }
 FAST = {"empty test split", "a file name that is not UTF-8"}        # the rest run in the slow (CI) selection
 
@@ -96,3 +99,18 @@ def test_prune_refuses_bad_data_in_one_line_and_writes_nothing(tmp_path, case):
     named_path = str(root / named) if named != Path(".") else str(root)
     assert line.startswith(f"error: {named_path}") and words in line, line
     assert written(out) == [] and written(metrics) == []
+
+
+def test_a_test_graph_identical_to_a_train_graph_is_pruned_with_a_warning(tmp_path):
+    root = data_tree(tmp_path / "data")
+    arrays = make_layout_arrays()
+    arrays["config_runtime"][:] = 0                          # the train graph a, unlabelled, as test graph c2
+    write_npz(root / LAYOUT / "test" / "c2.npz", arrays)
+    done = run_entry("pipeline.prune", "--collection", "layout-xla-random", "data=tpugraphs", f"data.root={root}",
+                     "data.collections=[layout-xla-random]", f"paths.pruned_dir={tmp_path / 'pruned'}",
+                     f"paths.metrics_dir={tmp_path / 'metrics'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning")] == [
+        f"warning: {root / LAYOUT / 'test/c2.npz'}: test graph with the node_opcode, edge_index, node_feat of train "
+        f"graph {root / LAYOUT / 'train/a.npz'} (allowed: its runtimes are unknown)"]
+    assert (tmp_path / "pruned/layout-xla-random/test/c2").is_dir()

@@ -3,7 +3,7 @@ entry points, in one stderr line naming the key or file, exit status 2, and no o
 from __future__ import annotations
 
 import pytest
-from conftest import make_layout_arrays, write_npz
+from conftest import in_split, make_layout_arrays, write_npz
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose
@@ -31,7 +31,7 @@ def test_ensemble_members_must_be_model_stages(tmp_path):
 @pytest.mark.slow
 def test_a_diverging_gnn_stops_at_the_first_non_finite_loss_naming_gnn_lr(tmp_path):
     for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = make_layout_arrays()
+        arrays = in_split(make_layout_arrays(), split)
         if split == "test":
             arrays["config_runtime"][:] = 0
         write_npz(tmp_path / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)

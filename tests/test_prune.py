@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import make_tile_arrays, write_npz
+from conftest import in_split, make_tile_arrays, write_npz
 from pipeline.config import compose
 from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.prune import main, prune_collection
@@ -35,11 +35,11 @@ def layout_arrays(split: str, seed: int = 0) -> dict[str, np.ndarray]:
     node_feat[:, 134] = 1                                                 # layout_minor_to_major {1, 0}
     node_config_feat = rng.integers(-1, 2, size=(6, 2, 18)).astype(np.float32)
     node_config_feat[3], node_config_feat[4] = node_config_feat[0], node_config_feat[1]
-    return {"node_feat": node_feat, "node_opcode": np.array([63, 26, 41, 34, 98, 26, 41, 100], np.uint8),
+    return in_split({"node_feat": node_feat, "node_opcode": np.array([63, 26, 41, 34, 98, 26, 41, 100], np.uint8),
             "edge_index": np.array([[i + 1, i] for i in range(7)], np.int32),
             "node_config_ids": np.array([1, 5], np.int64), "node_config_feat": node_config_feat,
             "config_runtime": RUNTIME if split != "test" else np.zeros(6, np.int64),
-            "node_splits": np.array([[0, 8]], np.int64)}
+            "node_splits": np.array([[0, 8]], np.int64)}, split)
 
 
 def stem(split: str, g: int) -> str:
@@ -138,7 +138,7 @@ def test_mean_dedup_and_hops(tmp_path, layout_run):
 def test_tile_targets_and_test_without_normalizers(tmp_path):
     tile = tmp_path / "npz/tile/xla"
     for split in SPLITS:
-        arrays = make_tile_arrays()
+        arrays = in_split(make_tile_arrays(), split)
         arrays["node_feat"][:, 0] = [0, 1, 1]
         arrays["config_feat"] = np.concatenate([arrays["config_feat"], arrays["config_feat"][:1]])   # a repeat
         arrays["config_runtime"] = np.array([1200, 900, 1500, 1100], np.int64)

@@ -174,3 +174,14 @@ def test_command_line_errors_are_one_line_without_traceback(command):
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_schema_models_are_predicts_and_the_model_stages_of_dvc_yaml():
+    import yaml
+
+    from pipeline.predict import MODELS
+    from pipeline.settings_schema import MODEL_STAGES, MODELS as SCHEMA_MODELS
+
+    assert set(SCHEMA_MODELS) == set(MODELS) and set(MODEL_STAGES) | {"ensemble"} == set(MODELS)
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    assert set(MODEL_STAGES) < set(stages) and "ensemble" in stages
