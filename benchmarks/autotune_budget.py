@@ -24,7 +24,7 @@ import numpy as np
 
 from pipeline.config import load_cfg, split_overrides
 from pipeline.costmodel.layout import LayoutCostParams
-from pipeline.synth.dataset import graph_rng
+from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import template_graph

@@ -101,16 +101,20 @@ def test_prune_refuses_bad_data_in_one_line_and_writes_nothing(tmp_path, case):
     assert written(out) == [] and written(metrics) == []
 
 
-def test_a_test_graph_identical_to_a_train_graph_is_pruned_with_a_warning(tmp_path):
+@pytest.mark.parametrize("split, stem, why", [
+    ("test", "c2", "its runtimes are unknown"),
+    ("valid", "b2", "its runtimes differ: measured again"),    # a kernel two models share, timed in each
+])
+def test_a_graph_identical_to_a_train_graph_but_its_runtimes_is_pruned_with_a_warning(tmp_path, split, stem, why):
     root = data_tree(tmp_path / "data")
-    arrays = make_layout_arrays()
-    arrays["config_runtime"][:] = 0                          # the train graph a, unlabelled, as test graph c2
-    write_npz(root / LAYOUT / "test" / "c2.npz", arrays)
+    arrays = make_layout_arrays()                            # the train graph a, with other runtimes
+    arrays["config_runtime"] = arrays["config_runtime"] * 0 if split == "test" else arrays["config_runtime"] + 7
+    write_npz(root / LAYOUT / split / f"{stem}.npz", arrays)
     done = run_entry("pipeline.prune", "--collection", "layout-xla-random", "data=tpugraphs", f"data.root={root}",
                      "data.collections=[layout-xla-random]", f"paths.pruned_dir={tmp_path / 'pruned'}",
                      f"paths.metrics_dir={tmp_path / 'metrics'}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert [line for line in done.stderr.splitlines() if line.startswith("warning")] == [
-        f"warning: {root / LAYOUT / 'test/c2.npz'}: test graph with the node_opcode, edge_index, node_feat of train "
-        f"graph {root / LAYOUT / 'train/a.npz'} (allowed: its runtimes are unknown)"]
-    assert (tmp_path / "pruned/layout-xla-random/test/c2").is_dir()
+        f"warning: {root / LAYOUT / split / stem}.npz: {split} graph with the node_opcode, edge_index, node_feat of "
+        f"train graph {root / LAYOUT / 'train/a.npz'} (allowed: {why})"]
+    assert (tmp_path / "pruned/layout-xla-random" / split / stem).is_dir()

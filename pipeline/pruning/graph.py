@@ -29,7 +29,7 @@ from pipeline.pruning.repad import repad_config_feat, repad_node_feat
 from pipeline.pruning.subgraph import khop_subgraph
 from pipeline.tpugraphs.dataset import Collection, Graph, load_graph
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
-from pipeline.tpugraphs.leaks import graph_digest
+from pipeline.tpugraphs.leaks import copy_digest, graph_digest
 from pipeline.tpugraphs.npy import NpyStreamWriter
 from pipeline.tpugraphs.schema import LABELLED_SPLITS
 
@@ -48,6 +48,7 @@ class GraphResult:
     spread: np.ndarray | None = None     # train only: relative runtime spread of each group of identical configs
     error: TpuGraphsFormatError | None = None
     digest: str | None = None            # pipeline.tpugraphs.leaks.graph_digest of the loaded graph
+    copy: str | None = None              # pipeline.tpugraphs.leaks.copy_digest (graph and runtimes)
 
 
 def target_runtime(graph: Graph) -> np.ndarray:
@@ -125,7 +126,7 @@ def prune_file(path: Path, collection: Collection, split: str, source_file: str,
     folder = Path(split_dir) / result.graph_id
     try:
         graph = load_graph(path, collection, split)
-        result.digest = graph_digest(graph)
+        result.digest, result.copy = graph_digest(graph), copy_digest(graph)
         row, result.stats, result.spread = prune_graph(graph, params, folder)
         result.row = {**row, "source_file": source_file}
     except TpuGraphsFormatError as error:

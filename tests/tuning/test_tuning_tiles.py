@@ -7,8 +7,7 @@ import numpy as np
 
 from pipeline.config import load_cfg
 from pipeline.costmodel.tile import OUTPUT_BOUNDS, TileCostParams, TileKernel
-from pipeline.hlo.featurize import TileSearch
-from pipeline.synth.tiles import default_config
+from pipeline.featurizer.tile_configs import TileSearch, default_config
 from pipeline.tuning.tiles import tile_candidates
 
 
