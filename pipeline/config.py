@@ -122,7 +122,7 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
     group = group or main_module_group()
-    parser = argparse.ArgumentParser(description=description, epilog=group_help(group),
+    parser = argparse.ArgumentParser(prog=module_prog(group), description=description, epilog=group_help(group),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cfg", choices=["job"], default=None,
                         help="print the resolved configuration (as Hydra's --cfg job does) and exit")
@@ -153,6 +153,11 @@ def main_module_group() -> str | None:
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     name = getattr(spec, "name", "") or ""
     return name.rpartition(".")[2] if name.startswith("pipeline.") else None
+
+
+def module_prog(module: str | None) -> str | None:
+    """The usage line's program, `python -m pipeline.<module>` (None: argparse's default, the script's name)."""
+    return None if module is None else f"python -m pipeline.{module}"
 
 
 def group_help(group: str | None, conf_dir: Path | None = None) -> str | None:

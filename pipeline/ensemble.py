@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import time
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -21,7 +20,8 @@ from scipy.stats import rankdata
 
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
-from pipeline.scoring.evaluate import evaluate_and_write, load_truth
+from pipeline.timings import Stopwatch, write_timings
+from pipeline.scoring.evaluate import evaluate_and_write, load_truth, score_line
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
@@ -98,7 +98,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     """Blend the configured members, write ensemble predictions and metrics with the chosen weights."""
     from pipeline import tracking
 
-    started = time.perf_counter()
+    watch = Stopwatch()
     names = list(cfg.ensemble.members)
     preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
                      for m in names] for split in PREDICTED_SPLITS}
@@ -117,8 +117,10 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     gain = gain_over_best_member(member_scores, scores)
     extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores["valid"],
              **({"member_test_scores": member_scores["test"]} if "test" in member_scores else {}), "best_member": gain["best_member"],
-             "gain_over_best_member": gain["gain"], "seconds": round(time.perf_counter() - started, 3)}
+             "gain_over_best_member": gain["gain"]}
     result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra, truth_by_split=truth)
+    result["seconds"] = watch.elapsed()
+    write_timings(cfg.paths.metrics_dir, "ensemble", collection.slug, {"seconds": result["seconds"]})
     with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
         wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores["valid"],
                                   **{f"{s}/gain_over_best_member": g for s, g in gain["gain"].items()},
@@ -128,8 +130,17 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv)
-    result = run(cfg, Collection.parse(args.collection))
-    print({k: v for k, v in result.items() if k != "per_graph"})
+    collection = Collection.parse(args.collection)
+    result = run(cfg, collection)
+    print(score_line("ensemble", collection.slug, result, result["seconds"]))
+    print(f"ensemble {collection.slug}: weights {weights_text(result['weights'])}; best member "
+          f"{result['best_member']}, gain over it "
+          + ", ".join(f"{split} {gain:+.4f}" for split, gain in result["gain_over_best_member"].items()))
+
+
+def weights_text(weights: Mapping[str, float]) -> str:
+    """`lgbm 0.50, gnn 0.50`: the blend's weights, rounded, named."""
+    return ", ".join(f"{name} {weight:.2f}" for name, weight in weights.items())
 
 
 if __name__ == "__main__":

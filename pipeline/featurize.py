@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.config import load_cfg, split_overrides
+from pipeline.config import load_cfg, module_prog, split_overrides
 from pipeline.costmodel.tile import TileCostParams
 from pipeline.files import remove
 from pipeline.hlo.featurize import (HloModule, HloParseError, SearchParams, TileSearch, layout_configs,
@@ -204,7 +204,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=module_prog("featurize"), description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="+", type=Path, help="HLO module text files")
     parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")

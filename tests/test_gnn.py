@@ -119,6 +119,31 @@ def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
     assert not [p for p in tmp_path.rglob("*.tmp*")]
 
 
+def tracked_bytes(root: Path, slug: str) -> dict[str, bytes]:
+    """Every file the stage writes that DVC tracks or another stage reads (the timings file excepted)."""
+    folders = [root / d for d in ("models", "predictions", "metrics", "plots")]
+    return {str(p.relative_to(root)): p.read_bytes() for d in folders for p in sorted(d.rglob("*"))
+            if p.is_file() and "timings" not in p.parts}
+
+
+def test_an_identical_rerun_writes_identical_outputs_and_its_seconds_apart(tmp_path, monkeypatch, capsys):
+    """No wall-clock time in the model, checkpoint, curve or metrics (so `dvc status` stays clean downstream and
+    the run cache can stand in for the stage); the seconds land in <metrics_dir>/timings/gnn/<slug>.json."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    slug = "layout-xla-default"
+    write_collection(tmp_path, Collection.parse(slug))
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
+    first = tracked_bytes(tmp_path, slug)
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
+    assert tracked_bytes(tmp_path, slug) == first
+    assert {f"models/gnn/{slug}/seed0/checkpoint.pt", f"plots/gnn/{slug}/curve.csv", f"metrics/gnn/{slug}.json"} <= set(first)
+    timings = json.loads((tmp_path / "metrics" / "timings" / "gnn" / f"{slug}.json").read_text())
+    assert timings["seconds"] > 0 and [m["seed"] for m in timings["members"]] == [0]
+    assert timings["members"][0]["epoch_seconds"] > 0
+    out = capsys.readouterr().out
+    assert f"gnn {slug}: valid " in out and "s/epoch, ETA " in out and "(at most " in out
+
+
 def test_stage_in_gst_mode(tmp_path, monkeypatch):
     """gnn=gst: 2 GST epochs + 1 head fine-tuning epoch over 3-node segments, segment-wise inference."""
     monkeypatch.setenv("WANDB_MODE", "disabled")
