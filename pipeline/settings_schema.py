@@ -166,7 +166,8 @@ SCHEMA = Group({
     "submit": Group({"model": Str(), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(("ensemble", "gnn", "lgbm", "heuristic")), "top": COUNT, "run_dir": PATH}),
     "summary": Group({"models": List(Str(), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
-                      "page_template": PATH, "vega_lite_version": Str()}),
+                      "page_template": PATH, "vega_lite_version": Str(), "rank_model": Str(),
+                      "rank_split": Str(("valid", "test"))}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),
 })
