@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
+from pipeline import selection
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
@@ -39,17 +40,20 @@ def repo_root() -> Path:
     return Path(os.environ.get("DVC_ROOT") or Path(__file__).resolve().parent.parent)
 
 
-def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None) -> DictConfig:
-    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does; validated."""
+def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_selection: bool = True) -> DictConfig:
+    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does; validated.
+
+    The current selection (pipeline/selection.py) is part of it unless `with_selection` is False."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
     conf_dir = Path(conf_dir or repo_root() / CONF_DIR).resolve()
     check_overrides(overrides, conf_dir)
+    drop = [] if with_selection or not selection.selection_file(conf_dir).is_file() else [selection.DROP]
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=[*drop, *overrides])
         OmegaConf.resolve(cfg)
     except (HydraException, OmegaConfBaseException) as error:
         raise hydra_error(error, overrides) from None
@@ -236,8 +240,13 @@ def groups_help(conf_dir: Path | None = None) -> str:
 
 
 def check_data_root(cfg: DictConfig) -> None:
-    """Exit with one line when data=tpugraphs points at a folder without the dataset, before DVC reads params.yaml
-    (DVC itself would stop on the missing dependency with a less helpful message)."""
+    """Exit with one line when data.root names a folder that is not there (any preset but a generated one at
+    paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset, before DVC
+    reads params.yaml (DVC itself would stop on the missing dependency, after removing outputs)."""
+    generated = cfg.data.kind == "synthetic" and Path(cfg.data.root) == Path(cfg.paths.synthetic_dir)
+    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).exists():
+        raise SystemExit(f"error: data.root={cfg.data.root}: no such folder (preset data={cfg.data.name}); set "
+                         f"data.root=<an existing folder>, or the preset's root in conf/local/default.yaml")
     if cfg.data.kind != "tpugraphs":
         return
     from pipeline.tpugraphs.dataset import npz_root
@@ -256,24 +265,31 @@ def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m pipeline.config [overrides]`: compose conf/ with Hydra overrides and write params.yaml (what
-    `dvc repro` runs), e.g. `data=programs_ci`, `gnn=kaggle`, `gnn.lr=3e-4`."""
+    """`python -m pipeline.config [overrides]`: keep the overrides as the current selection, which every entry
+    point composes from (`dvc repro`, `dvc exp run -S`, ad-hoc stages, sweep, predict), and write params.yaml
+    (what `dvc repro` runs), e.g. `data=programs_ci`, `gnn=kaggle`, `gnn.lr=3e-4`; none: conf/'s defaults."""
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
     parser = argparse.ArgumentParser(prog="python -m pipeline.config", description=main.__doc__,
                                      epilog=groups_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cfg", choices=["job"], default=None, help="print the composed configuration, write nothing")
     args = parser.parse_args(rest)
+    conf_dir = repo_root() / CONF_DIR
     try:
-        cfg = compose(overrides)
+        if args.cfg == "job":
+            print(OmegaConf.to_yaml(compose(overrides), resolve=True), end="")
+            return
+        cfg = compose(overrides, with_selection=False)
+        selection.selection_config(overrides, conf_dir)          # refuses what a selection cannot keep
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
-    if args.cfg == "job":
-        print(OmegaConf.to_yaml(cfg, resolve=True), end="")
-        return
     check_data_root(cfg)
+    selection.write_selection(overrides, conf_dir)
+    if compose() != cfg:
+        raise RuntimeError(f"{selection.selection_file(conf_dir)} does not compose to what {overrides} did")
     write_params(cfg)
-    print(f"wrote {PARAMS_FILE} ({len(overrides)} override(s))")
+    print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: "
+          f"{' '.join(overrides) or 'conf/ defaults'})")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
     from pipeline.tpugraphs.dataset import Collection
 
     slug = "layout-xla-random"
-    cfg = compose(["data=programs_ci", f"paths.predictions_dir={tmp_path}", "ensemble.members=[a,b]",
+    cfg = compose(["data=programs_ci", f"paths.predictions_dir={tmp_path}", f"paths.metrics_dir={tmp_path}",
+                   "ensemble.members=[a,b]",
                    "ensemble.weighting=equal", "ensemble.normalize=rank"])
     member_preds = {"a": {"valid": [1.0, 2.0, 3.0, 4.0], "test": [1.0, 2.0, 4.0, 3.0]},
                     "b": {"valid": [4.0, 3.0, 2.0, 1.0], "test": [1.0, 2.0, 3.0, 4.0]}}
