@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from pipeline.predictions import Predictions
 
@@ -42,6 +41,8 @@ def member_dir(model_dir: str | Path, member: int) -> Path:
 
 def rank_normalize(scores: np.ndarray) -> np.ndarray:
     """float64 [configs]: ranks of `scores` scaled to [0, 1] (ties share their mean rank; one config gives 0)."""
+    from scipy.stats import rankdata              # lazily: scipy.stats takes seconds to import
+
     ranks = rankdata(np.asarray(scores, dtype=np.float64), method="average") - 1.0     # [configs], 0-based
     return ranks / max(len(ranks) - 1, 1)
 
