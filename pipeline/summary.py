@@ -175,8 +175,21 @@ def show_experiments(cfg: DictConfig) -> str:
     return leaderboard.experiments_table(json.loads(done.stdout), path, list(cfg.summary.models), rank)
 
 
+def markdown(cfg: DictConfig) -> str:
+    """The results tables of README.md and docs/results.md, from the model stages' metrics files: models x splits
+    beside the ceiling, then collections x models per split."""
+    collections = [Collection.parse(c) for c in cfg.data.collections]
+    per_model = {m: collection_metrics(cfg.paths.metrics_dir, m, collections) for m in cfg.summary.models}
+    splits = list(cfg.summary.splits)
+    tables = [leaderboard.markdown_summary(per_model, splits),
+              *(leaderboard.markdown_collections(per_model, split) for split in splits)]
+    return "\n\n".join(tables)
+
+
 def add_flags(parser) -> None:
     parser.add_argument("--show", action="store_true", help="print the leaderboard (summary.json) and exit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --show: the results tables of README.md and docs/results.md, as Markdown")
     parser.add_argument("--experiments", action="store_true",
                         help="with --show: one row per DVC experiment (dvc exp show --json), best first")
 
@@ -187,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                            dvc_outputs="--show" not in argv)          # --show writes nothing
     if args.show:
         try:
-            print(show_experiments(cfg) if args.experiments else show(cfg))
+            print(show_experiments(cfg) if args.experiments else markdown(cfg) if args.markdown else show(cfg))
         except (FileNotFoundError, ValueError) as error:
             raise SystemExit(f"error: {error}") from None
         return

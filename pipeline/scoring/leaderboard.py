@@ -98,3 +98,30 @@ def experiments_table(states: Sequence[Mapping], summary_path: str, models: Sequ
     rows = experiment_rows(states, summary_path, columns, rank)
     return format_table(["experiment", *(f"{m}.{rank[1]}" for m in columns)],
                         [[r[0], *(cell(v) for v in r[1:])] for r in rows])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub table, the first column left-aligned, the others right-aligned."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    return "\n".join([*lines, *("| " + " | ".join(map(str, r)) + " |" for r in rows)])
+
+
+def markdown_summary(per_model: Mapping[str, Mapping[str, Mapping]], splits: Sequence[str]) -> str:
+    """Models x splits beside the ceiling, Kaggle score (the mean over the collections), from {model: {slug:
+    metrics dict}}: the README's results table."""
+    first = next(iter(per_model.values()))
+    ceiling = {s: split_ceiling(first, s) for s in splits}
+    rows = [[m, *(cell(metrics.kaggle_score({c: d[s]["score"] for c, d in per.items()})) for s in splits)]
+            for m, per in per_model.items()]
+    return markdown_table(["model", *splits], [*rows, ["ceiling", *(cell(ceiling[s]) for s in splits)]])
+
+
+def markdown_collections(per_model: Mapping[str, Mapping[str, Mapping]], split: str) -> str:
+    """Collections x models (and the ceiling) on one split, with the mean (the Kaggle score) as the last row."""
+    models, slugs = list(per_model), list(next(iter(per_model.values())))
+    first = per_model[models[0]]
+    rows = [[slug, *(cell(per_model[m][slug][split]["score"]) for m in models),
+             cell(first[slug].get(CEILING, {}).get(split))] for slug in slugs]
+    means = [cell(metrics.kaggle_score({c: per_model[m][c][split]["score"] for c in slugs})) for m in models]
+    rows.append(["mean (Kaggle score)", *means, cell(split_ceiling(first, split))])
+    return markdown_table([f"collection ({split})", *models, CEILING], rows)
