@@ -30,9 +30,10 @@ from pipeline.files import write_text
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
-ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (with conf/local/) is composed instead of params.yaml, and "
-              "this stage writes over its DVC-tracked outputs (paths.*); `dvc status` shows them changed, "
-              "`dvc checkout` restores what `dvc repro` recorded")
+ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/local/, the overrides) is composed "
+              "instead of params.yaml, and this stage writes over its DVC-tracked outputs (paths.*); `dvc status` "
+              "shows them changed, and `dvc repro` puts back what params.yaml gives (from DVC's run cache when it "
+              "holds that run, else by running the stage)")
 
 
 def repo_root() -> Path:
