@@ -2,10 +2,11 @@
 
 One clone goes through the README like a user: a copy of the `repo` fixture (where `dvc repro` ran on
 data=programs_ci), with a machine-local conf/local/default.yaml that keeps every training short (the README's own
-way to set a machine's settings; the command line still wins). Blocks run in an order in which each finds the state
-the README assumes: install, notebooks, day-to-day, everyday use, then the two blocks that switch params.yaml to
-data=tpugraphs: featurise your own program (its `dvc repro` must train on the built-in splits it linked and leave
-data/synthetic whole: real data has no synthesize stage), real data.
+way to set a machine's settings; the command line still wins). The workspace holds what a user's does: many W&B
+offline runs (the fixture's `dvc repro`), so a command that globs them must take several. Commands run in an order
+in which each finds the state the README assumes: set-up and quick start, day to day, your own program (predict,
+then featurize, whose `dvc repro` must train on the built-in splits it linked and leave data/synthetic whole: real
+data has no synthesize stage), then real data and Kaggle.
 
 Stand-ins for what CI lacks: the network and Kaggle credentials (a `kaggle` on PATH that serves a zip laid out like
 Kaggle's, made from the built-in graphs, and records the submission), PyPI (a `python3` whose `-m venv .venv`
