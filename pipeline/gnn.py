@@ -8,8 +8,8 @@ it trains on train (configs sampled per graph per step) until the valid metric p
 selects the epoch by the collection metric on valid and ranks every configuration of valid and test with TTA; the
 stage's predictions are the members' per-graph rank-normalised scores averaged.
 Outputs (rank 0, each written atomically):
-- `<models_dir>/gnn/<slug>/seed<k>/model.pt` (member k's best model: spec + weights + best/last epoch, stop reason)
-  and `checkpoint.pt` (resumable state);
+- `<models_dir>/gnn/<slug>/seed<k>/model.pt` (member k's best model: spec + weights + best/last epoch, stop reason);
+  its resumable state goes to `<checkpoints_dir>/gnn/<slug>/seed<k>/checkpoint.pt`, not a DVC output;
 - `<predictions_dir>/gnn/<slug>/{valid,test}.npz` (one score per ORIGINAL config index, lower = faster);
 - `<plots_dir>/gnn/<slug>/curve.csv` (seed, epoch, loss, valid_score, lr, ...: every member's curve);
 - metrics via `pipeline.scoring.evaluate.evaluate_and_write` (`<metrics_dir>/gnn/<slug>.json` + per-graph CSV),
@@ -70,6 +70,12 @@ def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[P
 def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
     """(model folder, plots folder) of this stage and collection."""
     return (Path(cfg.paths.models_dir) / MODEL / collection.slug, Path(cfg.paths.plots_dir) / MODEL / collection.slug)
+
+
+def checkpoint_dir(cfg: DictConfig, collection: Collection) -> Path:
+    """`<checkpoints_dir>/gnn/<slug>`: the members' resumable state (`seed<k>/checkpoint.pt`), outside the DVC
+    outputs, so that DVC's run cache can restore the stage's models and a killed run still finds it."""
+    return Path(cfg.paths.checkpoints_dir) / MODEL / collection.slug
 
 
 def write_curve(curve: list[dict], path: Path) -> None:
@@ -147,9 +153,10 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, info:
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir = member_dir(output_dirs(cfg, collection)[0], member)
+    checkpoint = member_dir(checkpoint_dir(cfg, collection), member) / ckpt.CHECKPOINT_FILE
     settings = TrainSettings.from_cfg(gnn, collection.kind, collection.search)
     settings = dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, info.is_main))
-    result = fit(wrapped, spec, train, valid, settings, gst, seed, model_dir / ckpt.CHECKPOINT_FILE, device,
+    result = fit(wrapped, spec, train, valid, settings, gst, seed, checkpoint, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)
     best.load_state_dict(result.best_state)

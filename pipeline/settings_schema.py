@@ -61,7 +61,8 @@ LGBM_KIND = Group({
 
 SCHEMA = Group({
     "paths": Group({name: PATH for name in ("synthetic_dir", "tpugraphs_dir", "pruned_dir", "models_dir", "predictions_dir",
-                                             "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir")}),
+                                             "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir",
+                                             "checkpoints_dir")}),
     "data": Group({
         "name": Str(),
         "kind": Str(("synthetic", "tpugraphs")),

@@ -31,7 +31,7 @@ from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 STAGES = ("heuristic", "lgbm", "gnn", "ensemble")
-OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")
+OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir", "checkpoints_dir")
 
 
 def sweep_dir(stage: str, collection: Collection, overrides: Sequence[str]) -> Path:

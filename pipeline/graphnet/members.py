@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline.predictions import Predictions
 
-MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/{model.pt,checkpoint.pt}
+MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/model.pt (checkpoint.pt: checkpoints_dir)
 
 
 def member_seeds(seeds: Sequence[int], where: str = "gnn.seeds") -> list[int]:
@@ -35,7 +35,7 @@ def member_seed(seed: int, member: int) -> int:
 
 
 def member_dir(model_dir: str | Path, member: int) -> Path:
-    """Where member `member` keeps its model and checkpoint inside the collection's model folder."""
+    """Where member `member` keeps its model (or its checkpoint) inside the collection's folder."""
     return Path(model_dir) / MEMBER_DIR.format(member=int(member))
 
 
