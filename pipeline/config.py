@@ -2,7 +2,8 @@
 
 Every stage calls `load_cfg(argv)`: with no `key=value` overrides it reads params.yaml, so `dvc repro` runs exactly
 what DVC recorded; with overrides it composes conf/ with them the way `dvc exp run -S` does, and leaves
-params.yaml alone. `python -m pipeline.config [overrides]` regenerates params.yaml.
+params.yaml alone. `python -m pipeline.config [overrides]` keeps its overrides as the current selection
+(pipeline/selection.py), which every composition includes, and regenerates params.yaml from it.
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
 one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
