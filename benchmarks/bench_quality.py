@@ -39,6 +39,7 @@ if str(REPO) not in sys.path:
 
 from pipeline.errors import run_main  # noqa: E402
 from pipeline.config import MODEL_OUTPUT_PATHS, compose  # noqa: E402
+from pipeline.timings import timings_file  # noqa: E402
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "quality"
@@ -90,9 +91,11 @@ def out_paths(folder: Path) -> list[str]:
 
 
 def read_result(metrics_dir: Path, stage: str, slug: str, wall: float) -> dict:
-    """The figures of one stage run, from its metrics file."""
+    """The figures of one stage run, from its metrics file and its timings file (pipeline/timings.py)."""
     metrics = json.loads((metrics_dir / stage / f"{slug}.json").read_text())
-    row = {"wall_seconds": round(wall, 2), "seconds": metrics.get("seconds", round(wall, 2))}
+    timings = timings_file(metrics_dir, stage, slug)
+    seconds = json.loads(timings.read_text())["seconds"] if timings.is_file() else round(wall, 2)
+    row = {"wall_seconds": round(wall, 2), "seconds": seconds}
     for split in PREDICTED_SPLITS:
         if split in metrics:
             row[split] = metrics[split]["score"]

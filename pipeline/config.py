@@ -2,7 +2,8 @@
 
 Every stage calls `load_cfg(argv)`: with no `key=value` overrides it reads params.yaml, so `dvc repro` runs exactly
 what DVC recorded; with overrides it composes conf/ with them the way `dvc exp run -S` does, and leaves
-params.yaml alone. `python -m pipeline.config [overrides]` regenerates params.yaml.
+params.yaml alone. `python -m pipeline.config [overrides]` keeps its overrides as the current selection
+(pipeline/selection.py), which every composition includes, and regenerates params.yaml from it.
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
 one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
@@ -23,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
+from pipeline import selection
 from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
@@ -34,9 +36,10 @@ CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
 MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")   # paths.* a model stage writes
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
-ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (with conf/local/) is composed instead of params.yaml, and "
-              "this stage writes over its DVC-tracked outputs (paths.*); `dvc status` shows them changed, "
-              "`dvc checkout` restores what `dvc repro` recorded")
+ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/local/, the overrides) is composed "
+              "instead of params.yaml, and this stage writes over its DVC-tracked outputs (paths.*); `dvc status` "
+              "shows them changed, and `dvc repro` puts back what params.yaml gives (from DVC's run cache when it "
+              "holds that run, else by running the stage)")
 
 
 def repo_root() -> Path:
@@ -44,17 +47,20 @@ def repo_root() -> Path:
     return Path(os.environ.get("DVC_ROOT") or Path(__file__).resolve().parent.parent)
 
 
-def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None) -> DictConfig:
-    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does; validated."""
+def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_selection: bool = True) -> DictConfig:
+    """Compose conf/ with Hydra overrides and resolve it, exactly as `dvc exp run -S` does; validated.
+
+    The current selection (pipeline/selection.py) is part of it unless `with_selection` is False."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
     conf_dir = Path(conf_dir or repo_root() / CONF_DIR).resolve()
     check_overrides(overrides, conf_dir)
+    drop = [] if with_selection or not selection.selection_file(conf_dir).is_file() else [selection.DROP]
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=[*drop, *overrides])
         OmegaConf.resolve(cfg)
     except (HydraException, OmegaConfBaseException) as error:
         raise hydra_error(error, overrides) from None
@@ -127,7 +133,7 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
     group = group or main_module_group()
-    parser = argparse.ArgumentParser(description=description, epilog=group_help(group),
+    parser = argparse.ArgumentParser(prog=module_prog(group), description=description, epilog=group_help(group),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cfg", choices=["job"], default=None,
                         help="print the resolved configuration (as Hydra's --cfg job does) and exit")
@@ -158,6 +164,11 @@ def main_module_group() -> str | None:
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     name = getattr(spec, "name", "") or ""
     return name.rpartition(".")[2] if name.startswith("pipeline.") else None
+
+
+def module_prog(module: str | None) -> str | None:
+    """The usage line's program, `python -m pipeline.<module>` (None: argparse's default, the script's name)."""
+    return None if module is None else f"python -m pipeline.{module}"
 
 
 def group_help(group: str | None, conf_dir: Path | None = None) -> str | None:
@@ -248,8 +259,13 @@ def data_fingerprint(data: DictConfig) -> str:
 
 
 def check_data_root(cfg: DictConfig) -> None:
-    """Exit with one line when data=tpugraphs points at a folder without the dataset, before DVC reads params.yaml
-    (DVC itself would stop on the missing dependency with a less helpful message)."""
+    """Exit with one line when data.root names a folder that is not there (any preset but a generated one at
+    paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset, before DVC
+    reads params.yaml (DVC itself would stop on the missing dependency, after removing outputs)."""
+    generated = cfg.data.kind == "synthetic" and Path(cfg.data.root) == Path(cfg.paths.synthetic_dir)
+    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).exists():
+        raise SystemExit(f"error: data.root={cfg.data.root}: no such folder (preset data={cfg.data.name}); set "
+                         f"data.root=<an existing folder>, or the preset's root in conf/local/default.yaml")
     if cfg.data.kind != "tpugraphs":
         return
     from pipeline.tpugraphs.dataset import npz_root
@@ -268,24 +284,31 @@ def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m pipeline.config [overrides]`: compose conf/ with Hydra overrides and write params.yaml (what
-    `dvc repro` runs), e.g. `data=programs_ci`, `gnn=kaggle`, `gnn.lr=3e-4`."""
+    """`python -m pipeline.config [overrides]`: keep the overrides as the current selection, which every entry
+    point composes from (`dvc repro`, `dvc exp run -S`, ad-hoc stages, sweep, predict), and write params.yaml
+    (what `dvc repro` runs), e.g. `data=programs_ci`, `gnn=kaggle`, `gnn.lr=3e-4`; none: conf/'s defaults."""
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
     parser = argparse.ArgumentParser(prog="python -m pipeline.config", description=main.__doc__,
                                      epilog=groups_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cfg", choices=["job"], default=None, help="print the composed configuration, write nothing")
     args = parser.parse_args(rest)
+    conf_dir = repo_root() / CONF_DIR
     try:
-        cfg = compose(overrides)
+        if args.cfg == "job":
+            print(OmegaConf.to_yaml(compose(overrides), resolve=True), end="")
+            return
+        cfg = compose(overrides, with_selection=False)
+        selection.selection_config(overrides, conf_dir)          # refuses what a selection cannot keep
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
-    if args.cfg == "job":
-        print(OmegaConf.to_yaml(cfg, resolve=True), end="")
-        return
     check_data_root(cfg)
+    selection.write_selection(overrides, conf_dir)
+    if compose() != cfg:
+        raise RuntimeError(f"{selection.selection_file(conf_dir)} does not compose to what {overrides} did")
     write_params(cfg)
-    print(f"wrote {PARAMS_FILE} ({len(overrides)} override(s))")
+    print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: "
+          f"{' '.join(overrides) or 'conf/ defaults'})")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ GRAPH_SUFFIX = ".npz"
 COPY_CHUNK_BYTES = 16 << 20          # bytes copied per step while extracting (graph files reach several GB)
 
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
+AUTH_REQUIRED = "Authentication required to call the Kaggle API"     # the pinned `kaggle` CLI's words
+CREDENTIALS = ("give the Kaggle API one of: a token from https://www.kaggle.com/settings/api in KAGGLE_API_TOKEN "
+               "or in ~/.kaggle/access_token; the legacy ~/.kaggle/kaggle.json ({\"username\": ..., \"key\": ...}) or "
+               "KAGGLE_USERNAME and KAGGLE_KEY; or run `kaggle auth login`; then accept the competition's rules on "
+               "its Kaggle page")
 
 
 class DownloadError(PipelineError):
@@ -110,7 +115,10 @@ def fetch_archive(competition: str, folder: Path, cli: str = "kaggle", runner: R
         raise DownloadError(f"{cli}: command not found; install the pinned Kaggle API with "
                             f"`pip install -r requirements.txt`") from None
     if result.returncode != 0:
-        lines = [l for l in (result.stderr or result.stdout or "").splitlines() if l.strip()]
+        output = f"{result.stdout or ''}\n{result.stderr or ''}"
+        if AUTH_REQUIRED in output:
+            raise DownloadError(f"{' '.join(cmd)}: no Kaggle credentials; {CREDENTIALS}")
+        lines = [l for l in output.splitlines() if l.strip()]
         last = lines[-1].strip() if lines else f"exit status {result.returncode}"
         raise DownloadError(f"{' '.join(cmd)}: failed ({last})")
     archive = folder / f"{competition}.zip"

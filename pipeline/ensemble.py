@@ -10,7 +10,6 @@ member best on valid, on valid and on test (where the dataset has test truth). T
 """
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 from omegaconf import DictConfig
@@ -19,7 +18,8 @@ from pipeline.config import data_fingerprint, stage_args
 from pipeline.ensembling.blend import blend, gain_over_best_member, pick_weights
 from pipeline.errors import run_main
 from pipeline.scoring import metrics
-from pipeline.scoring.evaluate import evaluate_and_write, load_truth
+from pipeline.timings import Stopwatch, write_timings
+from pipeline.scoring.evaluate import evaluate_and_write, load_truth, score_line
 from pipeline.predictions import load_predictions, predictions_path, save_predictions
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
@@ -29,7 +29,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     """Blend the configured members, write ensemble predictions and metrics with the chosen weights."""
     from pipeline import tracking
 
-    started = time.perf_counter()
+    watch = Stopwatch()
     names = list(cfg.ensemble.members)
     preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
                      for m in names] for split in PREDICTED_SPLITS}
@@ -49,8 +49,10 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
     extra = {"weights": dict(zip(names, map(float, weights))), "member_valid_scores": member_scores["valid"],
              "data_fingerprint": data_fingerprint(cfg.data),     # checked by `predict --model ensemble`
              **({"member_test_scores": member_scores["test"]} if "test" in member_scores else {}), "best_member": gain["best_member"],
-             "gain_over_best_member": gain["gain"], "seconds": round(time.perf_counter() - started, 3)}
+             "gain_over_best_member": gain["gain"]}
     result = evaluate_and_write(cfg, "ensemble", collection, blended, extra=extra, truth_by_split=truth)
+    result["seconds"] = watch.elapsed()
+    write_timings(cfg.paths.metrics_dir, "ensemble", collection.slug, {"seconds": result["seconds"]})
     with tracking.start_run(cfg, "ensemble", collection.slug) as wandb_run:
         wandb_run.summary.update({"weights": extra["weights"], "member_valid_scores": member_scores["valid"],
                                   **{f"{s}/gain_over_best_member": g for s, g in gain["gain"].items()},
@@ -60,8 +62,17 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv)
-    result = run(cfg, Collection.parse(args.collection))
-    print({k: v for k, v in result.items() if k != "per_graph"})
+    collection = Collection.parse(args.collection)
+    result = run(cfg, collection)
+    print(score_line("ensemble", collection.slug, result, result["seconds"]))
+    print(f"ensemble {collection.slug}: weights {weights_text(result['weights'])}; best member "
+          f"{result['best_member']}, gain over it "
+          + ", ".join(f"{split} {gain:+.4f}" for split, gain in result["gain_over_best_member"].items()))
+
+
+def weights_text(weights: Mapping[str, float]) -> str:
+    """`lgbm 0.50, gnn 0.50`: the blend's weights, rounded, named."""
+    return ", ".join(f"{name} {weight:.2f}" for name, weight in weights.items())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.errors import run_main
-from pipeline.config import load_cfg, split_overrides
+from pipeline.config import load_cfg, module_prog, split_overrides
 from pipeline.featurizer.dataset import FeaturizeSettings, featurize
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.schema import NPZ_SUBDIR
@@ -27,7 +27,7 @@ from pipeline.tpugraphs.schema import NPZ_SUBDIR
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=module_prog("featurize"), description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="+", type=Path, help="HLO module text files")
     parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")

@@ -8,8 +8,8 @@ it trains on train (configs sampled per graph per step) until the valid metric p
 selects the epoch by the collection metric on valid and ranks every configuration of valid and test with TTA; the
 stage's predictions are the members' per-graph rank-normalised scores averaged.
 Outputs (rank 0, each written atomically):
-- `<models_dir>/gnn/<slug>/seed<k>/model.pt` (member k's best model: spec + weights + best/last epoch, stop reason)
-  and `checkpoint.pt` (resumable state);
+- `<models_dir>/gnn/<slug>/seed<k>/model.pt` (member k's best model: spec + weights + best/last epoch, stop reason);
+  its resumable state goes to `<checkpoints_dir>/gnn/<slug>/seed<k>/checkpoint.pt`, not a DVC output;
 - `<predictions_dir>/gnn/<slug>/{valid,test}.npz` (one score per ORIGINAL config index, lower = faster);
 - `<plots_dir>/gnn/<slug>/curve.csv` (seed, epoch, loss, valid_score, lr, ...: every member's curve);
 - metrics via `pipeline.scoring.evaluate.evaluate_and_write` (`<metrics_dir>/gnn/<slug>.json` + per-graph CSV),
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -30,6 +29,7 @@ from omegaconf import DictConfig
 
 from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
+from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
@@ -49,7 +49,8 @@ from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 STAGE = "gnn"
 MODEL = "gnn"
 CURVE_FILE = "curve.csv"
-CURVE_COLUMNS = ["seed", "epoch", "loss", "valid_score", "lr", "train_seconds", "seconds", "configs_per_second"]
+TIMING_KEYS = ("seconds", "epoch_seconds")   # a member's timings: in the timings file, not in its metrics
+CURVE_COLUMNS = ["seed", "epoch", "loss", "valid_score", "lr"]   # no timings (pipeline/timings.py)
 
 
 def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
@@ -60,6 +61,12 @@ def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[P
 def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
     """(model folder, plots folder) of this stage and collection."""
     return (Path(cfg.paths.models_dir) / MODEL / collection.slug, Path(cfg.paths.plots_dir) / MODEL / collection.slug)
+
+
+def checkpoint_dir(cfg: DictConfig, collection: Collection) -> Path:
+    """`<checkpoints_dir>/gnn/<slug>`: the members' resumable state (`seed<k>/checkpoint.pt`), outside the DVC
+    outputs, so that DVC's run cache can restore the stage's models and a killed run still finds it."""
+    return Path(cfg.paths.checkpoints_dir) / MODEL / collection.slug
 
 
 def write_curve(curve: list[dict], path: Path) -> None:
@@ -78,20 +85,34 @@ def train_min_gap(cfg: DictConfig, collection: Collection, verbose: bool) -> flo
     return min_gap
 
 
-def epoch_reporter(slug: str, member: int, position: int, members: int, budget: int, run=None):
-    """on_epoch callback: one line per epoch, `seed k (i/n) epoch e/N`, with an upper-bound ETA (every remaining
-    epoch of the budget of this and the later members at the mean epoch time so far)."""
+def epochs_left(epoch: int, best_epoch: int, budget: int, patience: int) -> tuple[int, int]:
+    """(expected, at most) epochs this member still trains after `epoch` (0-based): at most the rest of the budget;
+    expected, until early stopping ends it should the valid score not improve again (`patience` epochs after the
+    best one)."""
+    at_most = max(budget - epoch - 1, 0)
+    return min(at_most, max(best_epoch + patience - epoch, 0)), at_most
+
+
+def epoch_reporter(slug: str, member: int, position: int, members: int, budget: int, patience: int, run=None):
+    """on_epoch callback: one line per epoch, `seed k (i/n) epoch e/N`, with the ETA from the mean epoch time so far
+    and the early-stopping state (`epochs_left`; the later members are expected to train as long as this one),
+    beside its upper bound (every remaining epoch of the budget)."""
     from tqdm import tqdm
 
     seconds: list[float] = []
 
     def on_epoch(row: dict) -> None:
         seconds.append(row["seconds"])
-        left = (budget - row["epoch"] - 1 + budget * (members - position - 1)) * sum(seconds) / len(seconds)
+        per_epoch = sum(seconds) / len(seconds)
+        expected, at_most = epochs_left(row["epoch"], row["best_epoch"], budget, patience)
+        later = members - position - 1
+        eta = (expected + later * (row["epoch"] + 1 + expected)) * per_epoch
+        bound = (at_most + later * budget) * per_epoch
         shown = max(budget, row["epoch"] + 1)          # GST's head fine-tuning runs past the budget
         print(f"[{STAGE} {slug}] seed {member} ({position + 1}/{members}) epoch {row['epoch'] + 1}/{shown}: "
               f"loss {row['loss']:.4f} valid {row['valid_score']:.4f} lr {row['lr']:.2e} "
-              f"{row['configs_per_second']:.0f} configs/s, ETA <= {tqdm.format_interval(max(left, 0.0))}", flush=True)
+              f"{row['configs_per_second']:.0f} configs/s, {per_epoch:.1f} s/epoch, ETA "
+              f"{tqdm.format_interval(eta)} (at most {tqdm.format_interval(bound)})", flush=True)
         if run is not None:
             run.log({**row, "seed": member})
     return on_epoch
@@ -131,7 +152,8 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, setti
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir = member_dir(output_dirs(cfg, collection)[0], member)
-    result = fit(wrapped, spec, train, valid, settings, gst, seed, model_dir / ckpt.CHECKPOINT_FILE, device,
+    checkpoint = member_dir(checkpoint_dir(cfg, collection), member) / ckpt.CHECKPOINT_FILE
+    result = fit(wrapped, spec, train, valid, settings, gst, seed, checkpoint, device,
                  info, on_epoch, max_epochs)
     best = build_model(spec, gnn.infer_chunk_mb)
     best.load_state_dict(result.best_state)
@@ -172,18 +194,20 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
 def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=None,
                   max_epochs: int | None = None) -> tuple[list[dict[str, Predictions]], list[dict], list[dict], int]:
     """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
-    run_summary + seconds, every member's curve rows, parameters of one member)."""
+    run_summary + seconds and mean epoch seconds, every member's curve rows, parameters of one member)."""
     members = member_seeds(cfg.gnn.seeds)
     settings = train_settings(cfg, collection, info.is_main)
     budget = settings.epochs
     preds, summaries, curve = [], [], []
     for position, member in enumerate(members):
-        tic = time.perf_counter()
-        report = epoch_reporter(collection.slug, member, position, len(members), budget, run) if info.is_main else None
+        watch = Stopwatch()
+        report = (epoch_reporter(collection.slug, member, position, len(members), budget, settings.patience, run)
+                  if info.is_main else None)
         model, result = train_collection(cfg, collection, member, settings, info, report, max_epochs)
         seed = member_seed(int(cfg.seed), member)
         preds.append({split: predict_split(cfg, collection, model, split, seed, info) for split in PREDICTED_SPLITS})
-        summaries.append({"seed": member, **run_summary(result), "seconds": round(time.perf_counter() - tic, 2)})
+        summaries.append({"seed": member, **run_summary(result), "seconds": watch.elapsed(),
+                          "epoch_seconds": epoch_seconds(result)})
         curve += [{"seed": member, **row} for row in result.curve]
         parameters = sum(p.numel() for p in model.parameters())
         if result.stopped == STOP_BUDGET and info.is_main:
@@ -193,12 +217,17 @@ def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=N
     return preds, summaries, curve, parameters
 
 
+def epoch_seconds(result: FitResult) -> float | None:
+    """A member's mean seconds per epoch trained in this run (None when it only resumed a finished run)."""
+    return round(float(np.mean([t["seconds"] for t in result.timing])), 3) if result.timing else None
+
+
 def seed_report(kind: str, member_preds: list[dict[str, Predictions]], blended: dict[str, Predictions],
                 truth: dict[str, dict | None], summaries: list[dict]) -> dict:
     """Metrics extras: every member's scores next to its training summary; per split the members' mean and std
     and the seed ensemble's gain over its best member; the members' mean best epoch, their last epoch and
     `stopped` (`budget` when any member stopped at the budget, else `plateau`)."""
-    members = [dict(s) for s in summaries]
+    members = [{k: v for k, v in s.items() if k not in TIMING_KEYS} for s in summaries]
     report: dict = {"members": members}
     for split, split_truth in truth.items():
         if split_truth is None:
@@ -225,7 +254,7 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
     device = pick_device(str(cfg.gnn.device))
     info = init_distributed(device)
     try:
-        tic = time.perf_counter()
+        watch = Stopwatch()
         if not info.is_main:
             train_members(cfg, collection, info, None, max_epochs)
             return None
@@ -238,8 +267,12 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
             write_curve(curve, plots_dir / CURVE_FILE)
             truth = {split: evaluate.load_truth(cfg, collection, split) for split in PREDICTED_SPLITS}
             extra = {**seed_report(collection.kind, member_preds, preds, truth, summaries),
-                     "seconds": round(time.perf_counter() - tic, 2), "world_size": info.world, "parameters": parameters}
+                     "world_size": info.world, "parameters": parameters}
             metrics = evaluate.evaluate_and_write(cfg, STAGE, collection, preds, extra, truth)
+            timings = {"seconds": watch.elapsed(),
+                       "members": [{k: s[k] for k in ("seed", *TIMING_KEYS)} for s in summaries]}
+            write_timings(cfg.paths.metrics_dir, STAGE, collection.slug, timings)
+            metrics["seconds"] = timings["seconds"]
             run.summary.update({k: v for k, v in metrics.items() if k not in ("per_graph", "members")})
             tracking.log_table(run, "valid_per_graph", pd.DataFrame(
                 [r for r in metrics["per_graph"] if r["split"] == "valid"], columns=["split", "graph_id", "score"]))
@@ -255,8 +288,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     collection = Collection.parse(args.collection)
     metrics = run(cfg, collection)
     if metrics is not None:
-        scores = {s: round(metrics[s]["score"], 4) for s in PREDICTED_SPLITS if s in metrics}
-        print(f"[{STAGE} {collection.slug}] {scores} in {metrics['seconds']} s")
+        from pipeline.scoring.evaluate import score_line
+        print(score_line(STAGE, collection.slug, metrics, metrics["seconds"]))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Outputs: `<models_dir>/lgbm/<slug>/model.txt`, `<plots_dir>/lgbm/<slug>/importan
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -22,7 +21,8 @@ from omegaconf import DictConfig
 
 from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
-from pipeline.files import atomic_path
+from pipeline.timings import Stopwatch, write_timings
+from pipeline.files import atomic_path, write_csv
 from pipeline.features.table import FeatureSpec
 from pipeline.lgbm_model.importance import importance_table, plotted_importance, write_importance
 from pipeline.lgbm_model.infer import model_file, predict_split
@@ -45,7 +45,7 @@ def run(cfg: DictConfig, collection) -> dict:
     from pipeline import tracking
     from pipeline.scoring.evaluate import evaluate_and_write
 
-    started = time.perf_counter()
+    watch = Stopwatch()
     lgbm, kind, slug = cfg.lgbm, collection.kind, collection.slug
     settings, spec = lgbm[kind], FeatureSpec.from_cfg(lgbm)
     rng = np.random.default_rng(int(cfg.seed))
@@ -57,7 +57,7 @@ def run(cfg: DictConfig, collection) -> dict:
     booster, history = train_ranker(data["train"], data["valid"], lgbm, kind, int(cfg.seed), desc=f"boost {slug}")
     converged = convergence(booster.best_iteration, history, int(lgbm.early_stopping_rounds))
     warn_budget(f"lgbm {slug}", converged, int(lgbm.num_boost_round))
-    fit_seconds = time.perf_counter() - started
+    fit_seconds = watch.elapsed()
 
     model_path = model_file(Path(cfg.paths.models_dir) / MODEL / slug)
     with atomic_path(model_path) as tmp:
@@ -72,14 +72,15 @@ def run(cfg: DictConfig, collection) -> dict:
                                   total=split_size(cfg.paths.pruned_dir, slug, split)) for split in PREDICTED_SPLITS}
     for split, split_preds in preds.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, MODEL, slug, split))
-    extra = {"seconds": round(time.perf_counter() - started, 3), "fit_seconds": round(fit_seconds, 3),
-             **converged, "train_rows": int(len(data["train"].label)),
-             "features": len(data["train"].names)}
+    extra = {**converged, "train_rows": int(len(data["train"].label)), "features": len(data["train"].names)}
     result = evaluate_and_write(cfg, "lgbm", collection, preds, extra=extra)
+    timings = {"seconds": watch.elapsed(), "fit_seconds": fit_seconds}
+    write_timings(cfg.paths.metrics_dir, MODEL, slug, timings)
+    result = {**result, **timings}
     with tracking.start_run(cfg, "lgbm", slug) as wandb_run:
         for step, values in enumerate(zip(*history.values())):
             wandb_run.log({f"valid/{name}": v for name, v in zip(history, values)}, step=step)
-        wandb_run.summary.update({**extra, **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS
+        wandb_run.summary.update({**extra, **timings, **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS
                                               if s in result}})
         tracking.log_table(wandb_run, "per_graph", pd.DataFrame(result["per_graph"]))
         tracking.log_table(wandb_run, "importance", plotted_importance(importance, int(lgbm.importance_top))[0])
@@ -89,14 +90,15 @@ def run(cfg: DictConfig, collection) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m pipeline.lgbm --collection <slug> [overrides]`."""
+    from pipeline.scoring.evaluate import score_line
     from pipeline.tpugraphs.dataset import Collection
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # idle OpenMP threads must not spin on a busy box
     args, cfg = stage_args(__doc__, argv)
     warn_threads("lgbm.num_threads", int(cfg.lgbm.num_threads))
-    result = run(cfg, Collection.parse(args.collection))
-    scores = {s: round(result[s]["score"], 4) for s in PREDICTED_SPLITS if s in result}
-    print(f"lgbm {args.collection}: {scores} in {result['seconds']} s")
+    collection = Collection.parse(args.collection)
+    result = run(cfg, collection)
+    print(score_line(MODEL, collection.slug, result, result["seconds"]))
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ LGBM_KIND = Group({
 
 SCHEMA = Group({
     "paths": Group({name: PATH for name in ("synthetic_dir", "tpugraphs_dir", "pruned_dir", "models_dir", "predictions_dir",
-                                             "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir")}),
+                                             "metrics_dir", "plots_dir", "submissions_dir", "multirun_dir",
+                                             "checkpoints_dir")}),
     "data": Group({
         "name": Str(),
         "kind": Str(("synthetic", "tpugraphs")),
@@ -171,7 +172,8 @@ SCHEMA = Group({
         "tile": Group({"max_configs": Int(low=2)}),
     }),
     "summary": Group({"models": List(Str(MODELS), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
-                      "page_template": PATH, "vega_lite_version": Str()}),
+                      "page_template": PATH, "vega_lite_version": Str(), "rank_model": Str(MODELS),
+                      "rank_split": Str(("valid", "test"))}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
     "seed": Int(low=0),
 })

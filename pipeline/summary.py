@@ -1,15 +1,20 @@
 """Stage `summary`: one number per experiment, the Kaggle score of every model, in `<metrics_dir>/summary.json`.
 
-Reads the metrics file each model stage wrote per collection (`<metrics_dir>/<model>/<slug>.json`, see
-pipeline/scoring/evaluate.py) and writes, per model and split:
+    python -m pipeline.summary                          # the stage (dvc repro runs it)
+    python -m pipeline.summary --show                   # the leaderboard: models x splits beside the ceiling
+    python -m pipeline.summary --show --experiments     # one row per DVC experiment, best first
 
-    {"<model>": {"<split>": {"kaggle": mean, "collections": n, "<slug>": score, ...}}}
+Reads the metrics file each model stage wrote per collection (`<metrics_dir>/<model>/<slug>.json`, see
+pipeline/scoring/evaluate.py) and writes, per model and split, the Kaggle score, and the dataset's ceiling when
+the metrics files know it (pipeline/scoring/leaderboard.py):
+
+    {"<model>": {"<split>": kaggle}, "ceiling": {"<split>": kaggle}}
 
 The Kaggle score is the leaderboard's: the unweighted mean of the collection scores, i.e. the tile:xla score
 (`2 - best of top 5 / best`, averaged over graphs) and the four layout Kendall taus (averaged over graphs), over
 the collections `data.collections` configures (all five for a full run, so it equals the leaderboard's mean).
 A split a metrics file lacks (the real test split has no truth) is left out of that model, never counted as zero.
-`dvc exp show --sort-by metrics/summary.json:ensemble.valid.kaggle` ranks experiments by it.
+`dvc metrics show` prints it as one short row; `--show --experiments` ranks the experiments by it.
 Key `autotune` carries stage autotune's mean share of the oracle's gain (`<metrics_dir>/autotune.json`, "all"):
 {"share": mean, "share_std": std, "programs": n, "min_share": ..., "share_featurizer_sample": ...,
 "share_random_search": ...}; `dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
@@ -36,11 +41,12 @@ from pipeline import notebook_data as reports
 from pipeline import plots_page
 from pipeline.config import stage_args
 from pipeline.files import atomic_path, read_json, write_json
-from pipeline.scoring import metrics
+from pipeline.scoring import leaderboard, metrics
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection
 
 SUMMARY_NAME = "summary.json"
+AUTOTUNE = "autotune"                  # summary.json's key for stage autotune (not a model)
 AUTOTUNE_NAME = "autotune.json"        # stage autotune's metrics (pipeline/autotune.py)
 STAGE = "summary"                      # its folder under plots_dir
 COMPARED_SPLIT = "valid"               # the split every model is scored on with truth, real data included
@@ -83,12 +89,20 @@ def model_summary(per_collection: Mapping[str, Mapping], splits: Sequence[str], 
 def summarize(metrics_dir: str | Path, models: Sequence[str], collections: Sequence[Collection],
               splits: Sequence[str]) -> dict:
     """{model: {split: {...}}} from the metrics files of `models` x `collections` under metrics_dir."""
-    summary = {}
-    for model in models:
-        per_collection = {c.slug: read_collection_metrics(metrics_file(metrics_dir, model, c.slug))
-                          for c in collections}
-        summary[model] = model_summary(per_collection, splits, f"{Path(metrics_dir) / model}")
-    return summary
+    return {model: model_summary(collection_metrics(metrics_dir, model, collections), splits,
+                                 f"{Path(metrics_dir) / model}") for model in models}
+
+
+def collection_metrics(metrics_dir: str | Path, model: str, collections: Sequence[Collection]) -> dict:
+    """{slug: metrics dict} of one model stage."""
+    return {c.slug: read_collection_metrics(metrics_file(metrics_dir, model, c.slug)) for c in collections}
+
+
+def summary_ceiling(metrics_dir: str | Path, model: str, collections: Sequence[Collection],
+                    splits: Sequence[str]) -> dict[str, float | None]:
+    """The dataset's ceiling per split, as the Kaggle score (from one model's metrics files, which record it)."""
+    per_collection = collection_metrics(metrics_dir, model, collections)
+    return {split: leaderboard.split_ceiling(per_collection, split) for split in splits}
 
 
 def found(table_and_missing: tuple[pd.DataFrame, list[Path]], what: str) -> pd.DataFrame:
@@ -142,8 +156,11 @@ def run(cfg: DictConfig) -> dict:
     charts' tables and the offline page template."""
     collections = [Collection.parse(c) for c in cfg.data.collections]
     models = list(cfg.summary.models)
-    summary = summarize(cfg.paths.metrics_dir, models, collections, list(cfg.summary.splits))
-    summary["autotune"] = autotune_summary(cfg.paths.metrics_dir)
+    splits = list(cfg.summary.splits)
+    detail = summarize(cfg.paths.metrics_dir, models, collections, splits)
+    ceiling = summary_ceiling(cfg.paths.metrics_dir, models[0], collections, splits)
+    summary = leaderboard.flat_summary(detail, ceiling)
+    summary[AUTOTUNE] = autotune_summary(cfg.paths.metrics_dir)
     tables = review_tables(cfg.paths.plots_dir, models, [c.slug for c in collections])
     page = plots_page.page_template(str(cfg.summary.vega_lite_version))
     write_review(tables, Path(cfg.paths.plots_dir) / STAGE)
@@ -152,13 +169,64 @@ def run(cfg: DictConfig) -> dict:
     return summary
 
 
+def show(cfg: DictConfig) -> str:
+    """The workspace's leaderboard from summary.json (a missing file is a one-line error naming it)."""
+    path = summary_file(cfg.paths.metrics_dir)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no summary; run `dvc repro` (or `python -m pipeline.summary`) first")
+    splits = list(cfg.summary.splits)
+    summary = read_json(path)
+    autotune = summary.pop(AUTOTUNE, None) or {}
+    table = leaderboard.workspace_table(summary, splits, str(cfg.summary.rank_split))
+    share = "" if autotune.get("share") is None else (f"\nautotune: mean share of the oracle's gain "
+                                                        f"{autotune['share']:.3f} over {autotune.get('programs')} programs")
+    return f"{table}{share}\n(Kaggle score: the mean over {len(cfg.data.collections)} collection(s); {path})"
+
+
+def show_experiments(cfg: DictConfig) -> str:
+    """One row per DVC experiment from `dvc exp show --json`, best first."""
+    import json
+    import subprocess
+
+    done = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"error: `dvc exp show --json` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    path = summary_file(cfg.paths.metrics_dir).as_posix()
+    rank = (str(cfg.summary.rank_model), str(cfg.summary.rank_split))
+    return leaderboard.experiments_table(json.loads(done.stdout), path, list(cfg.summary.models), rank)
+
+
+def markdown(cfg: DictConfig) -> str:
+    """The results tables of README.md and docs/results.md, from the model stages' metrics files: models x splits
+    beside the ceiling, then collections x models per split."""
+    collections = [Collection.parse(c) for c in cfg.data.collections]
+    per_model = {m: collection_metrics(cfg.paths.metrics_dir, m, collections) for m in cfg.summary.models}
+    splits = list(cfg.summary.splits)
+    tables = [leaderboard.markdown_summary(per_model, splits),
+              *(leaderboard.markdown_collections(per_model, split) for split in splits)]
+    return "\n\n".join(tables)
+
+
+def add_flags(parser) -> None:
+    parser.add_argument("--show", action="store_true", help="print the leaderboard (summary.json) and exit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --show: the results tables of README.md and docs/results.md, as Markdown")
+    parser.add_argument("--experiments", action="store_true",
+                        help="with --show: one row per DVC experiment (dvc exp show --json), best first")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    _, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False)
-    summary = run(cfg)
-    for model, splits in summary.items():
-        if model != "autotune":
-            print(model, "  ".join(f"{split} {s['kaggle']:.4f}" for split, s in splits.items()))
-    print("autotune: mean share of the oracle's gain", summary["autotune"]["share"])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags,
+                           dvc_outputs="--show" not in argv)          # --show writes nothing
+    if args.show:
+        try:
+            print(show_experiments(cfg) if args.experiments else markdown(cfg) if args.markdown else show(cfg))
+        except (FileNotFoundError, ValueError) as error:
+            raise SystemExit(f"error: {error}") from None
+        return
+    run(cfg)
+    print(show(cfg))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from typing import Sequence
 import pandas as pd
 
 from pipeline.errors import run_main
-from pipeline.config import CONF_DIR, MODEL_OUTPUT_PATHS, checked, compose, repo_root
+from pipeline.config import CONF_DIR, MODEL_OUTPUT_PATHS, checked, compose, module_prog, repo_root
 from pipeline.settings_schema import check_overrides
 from pipeline.settings_types import SettingsError
 from pipeline.tpugraphs.dataset import Collection
@@ -63,7 +63,7 @@ def job_scores(folder: Path, stage: str, collection: Collection) -> pd.DataFrame
 
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=module_prog("sweep"), description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=STAGES)
     parser.add_argument("--collection", required=True)
     args, overrides = parser.parse_known_args(argv)

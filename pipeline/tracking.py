@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pandas as pd
 from omegaconf import DictConfig, OmegaConf
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WANDB_MODES = ("offline", "online", "disabled")
 
@@ -33,16 +35,18 @@ def start_run(cfg: DictConfig, stage: str, collection: str | None = None) -> Ite
     mode = os.environ.get("WANDB_MODE") or cfg.wandb.mode
     if mode not in WANDB_MODES:
         raise ValueError(f"wandb.mode={mode!r}; expected one of {WANDB_MODES}")
+    if mode == "disabled":              # no run: skip wandb's import and start-up (seconds per stage)
+        yield NullRun()
+        return
     os.environ.setdefault("WANDB_SILENT", "true")
     import wandb
 
     run_dir = Path(os.environ.get("DVC_ROOT") or cfg.wandb.dir)
-    if mode != "disabled":
-        run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
     name, group = run_name(stage, collection)
     config = OmegaConf.to_container(cfg, resolve=True)
     config["dvc"] = {k: os.environ.get(k) for k in ("DVC_EXP_NAME", "DVC_EXP_BASELINE_REV", "DVC_STAGE")}
-    run = wandb.init(project=cfg.wandb.project, entity=cfg.wandb.entity, mode=mode, dir=None if mode == "disabled" else str(run_dir),
+    run = wandb.init(project=cfg.wandb.project, entity=cfg.wandb.entity, mode=mode, dir=str(run_dir),
                      name=name, group=group, job_type=stage, tags=[stage] + ([collection] if collection else []),
                      config=config, reinit="finish_previous",
                      settings=wandb.Settings(x_disable_stats=True, console="off"))
@@ -54,8 +58,23 @@ def start_run(cfg: DictConfig, stage: str, collection: str | None = None) -> Ite
     run.finish()
 
 
+class NullRun:
+    """The run of `wandb.mode=disabled`: takes what a stage logs and keeps nothing."""
+
+    def __init__(self) -> None:
+        self.summary: dict = {}
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def log_artifact(self, *args, **kwargs) -> None:
+        pass
+
+
 def log_table(run, name: str, table: pd.DataFrame) -> None:
     """Log a DataFrame as a wandb Table (per-graph scores, importances, ...)."""
+    if isinstance(run, NullRun):
+        return
     import wandb
 
     run.log({name: wandb.Table(dataframe=table.reset_index(drop=True))})
@@ -63,6 +82,8 @@ def log_table(run, name: str, table: pd.DataFrame) -> None:
 
 def log_image(run, name: str, path: str | Path) -> None:
     """Log a PNG written by the stage (a plot a person would rather look at)."""
+    if isinstance(run, NullRun):
+        return
     import wandb
 
     run.log({name: wandb.Image(str(path))})
@@ -70,6 +91,8 @@ def log_image(run, name: str, path: str | Path) -> None:
 
 def log_artifact(run, name: str, kind: str, path: str | Path) -> None:
     """Attach a file (e.g. the submission CSV) to the run as an artifact."""
+    if isinstance(run, NullRun):
+        return
     import wandb
 
     artifact = wandb.Artifact(name=name, type=kind)

@@ -134,3 +134,57 @@ def test_command_line_unpacks_a_local_archive_into_the_default_root(good_zip, tm
     bad = subprocess.run([sys.executable, "-m", "pipeline.download", "--archive", str(tmp_path / "nope.zip")],
                          cwd=repo_root(), capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope.zip'}: no such archive"]
+
+
+KAGGLE_ENV = ("KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_API_TOKEN", "KAGGLE_CONFIG_DIR")
+
+
+@pytest.fixture
+def bare_home(tmp_path, monkeypatch):
+    """A home without any Kaggle credentials (HOME and ~/.kaggle in tmp_path, no KAGGLE_* variable)."""
+    for name in KAGGLE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / ".kaggle").mkdir(parents=True)
+    return tmp_path / "home"
+
+
+def test_no_credentials_through_the_pinned_kaggle_cli_is_one_line_saying_what_is_needed(bare_home, tmp_path):
+    """The real `kaggle` command of requirements.txt, with no credentials, stops before any network access; the
+    stage turns its 17-line help into one line naming every form of credentials it accepts."""
+    import shutil
+    cli = shutil.which("kaggle", path=str(Path(sys.executable).parent))
+    assert cli, "the pinned kaggle CLI is not installed beside this python"
+    with pytest.raises(DownloadError) as caught:
+        fetch_archive("predict-ai-model-runtime", tmp_path, cli=cli)
+    message = str(caught.value)
+    assert "\n" not in message and "no Kaggle credentials; give the Kaggle API one of:" in message
+    for needed in ("KAGGLE_API_TOKEN", "~/.kaggle/access_token", "~/.kaggle/kaggle.json", "KAGGLE_USERNAME and "
+                   "KAGGLE_KEY", "kaggle auth login", "accept the competition's rules"):
+        assert needed in message
+
+
+@pytest.mark.parametrize("form", ["kaggle.json", "username and key", "api token variable", "access_token file"])
+def test_every_credential_form_the_message_names_is_accepted_by_the_pinned_kaggle_api(bare_home, monkeypatch,
+                                                                                       form):
+    """The Kaggle API package itself (its network stubbed: the token's owner is looked up online) authenticates
+    with each form the one-line message names, legacy key or token, file or environment."""
+    import json
+    from kaggle.api.kaggle_api_extended import KaggleApi
+
+    kaggle_dir = bare_home / ".kaggle"
+    if form == "kaggle.json":
+        (kaggle_dir / "kaggle.json").write_text(json.dumps({"username": "me", "key": "k" * 32}))
+        (kaggle_dir / "kaggle.json").chmod(0o600)
+    elif form == "username and key":
+        monkeypatch.setenv("KAGGLE_USERNAME", "me")
+        monkeypatch.setenv("KAGGLE_KEY", "k" * 32)
+    elif form == "api token variable":
+        monkeypatch.setenv("KAGGLE_API_TOKEN", "token-from-settings")
+    else:
+        (kaggle_dir / "access_token").write_text("token-from-settings\n")
+    monkeypatch.setattr(KaggleApi, "_introspect_token", lambda self, token: "me" if token == "token-from-settings"
+                        else None)
+    api = KaggleApi()
+    api.authenticate()                                    # exits (SystemExit 1) when it finds none
+    assert api.config_values.get(api.CONFIG_NAME_USER) == "me"

@@ -22,7 +22,8 @@ def test_run_reports_the_gain_over_the_member_best_on_valid(tmp_path, monkeypatc
     from pipeline.tpugraphs.dataset import Collection
 
     slug = "layout-xla-random"
-    cfg = compose(["data=programs_ci", f"paths.predictions_dir={tmp_path}", "ensemble.members=[lgbm,gnn]",
+    cfg = compose(["data=programs_ci", f"paths.predictions_dir={tmp_path}", f"paths.metrics_dir={tmp_path}",
+                   "ensemble.members=[lgbm,gnn]",
                    "ensemble.weighting=equal", "ensemble.normalize=rank"])
     member_preds = {"lgbm": {"valid": [1.0, 2.0, 3.0, 4.0], "test": [1.0, 2.0, 4.0, 3.0]},
                     "gnn": {"valid": [4.0, 3.0, 2.0, 1.0], "test": [1.0, 2.0, 3.0, 4.0]}}

@@ -79,7 +79,8 @@ def write_collection(root: Path, collection: Collection) -> None:
 def overrides(root: Path) -> list[str]:
     return ["data=programs_ci", f"paths.synthetic_dir={root / 'syn'}", f"paths.pruned_dir={root / 'pruned'}",
             f"paths.models_dir={root / 'models'}", f"paths.predictions_dir={root / 'predictions'}",
-            f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}", *TINY]
+            f"paths.metrics_dir={root / 'metrics'}", f"paths.plots_dir={root / 'plots'}",
+            f"paths.checkpoints_dir={root / 'checkpoints'}", *TINY]
 
 
 GST = ["gnn=gst", "gnn.gst.segment_size=3", "gnn.gst.finetune_epochs=1", "gnn.gst.segmentation=node_splits"]
@@ -99,7 +100,8 @@ def check_outputs(root: Path, collection: Collection, world_size: int, epochs: i
     assert len(per_graph) == GRAPHS["valid"] + GRAPHS["test"]
     member = root / "models" / "gnn" / collection.slug / "seed0"
     model, meta = load_model(member / "model.pt")
-    assert meta["best_epoch"] in range(epochs) and (member / "checkpoint.pt").exists()
+    assert meta["best_epoch"] in range(epochs) and not (member / "checkpoint.pt").exists()
+    assert (root / "checkpoints" / "gnn" / collection.slug / "seed0" / "checkpoint.pt").exists()
     assert meta["last_epoch"] == epochs - 1 and meta["stopped"] == "budget"        # 2 epochs < gnn.patience
     (row,) = metrics["members"]
     assert {k: row[k] for k in ("seed", "best_epoch", "last_epoch", "stopped")} == {
@@ -119,6 +121,32 @@ def test_stage_writes_every_output(tmp_path, monkeypatch, slug):
     assert not [p for p in tmp_path.rglob("*.tmp*")]
 
 
+def tracked_bytes(root: Path, slug: str) -> dict[str, bytes]:
+    """Every file the stage writes that DVC tracks or another stage reads (the timings file excepted)."""
+    folders = [root / d for d in ("models", "predictions", "metrics", "plots", "checkpoints")]
+    return {str(p.relative_to(root)): p.read_bytes() for d in folders for p in sorted(d.rglob("*"))
+            if p.is_file() and "timings" not in p.parts}
+
+
+def test_an_identical_rerun_writes_identical_outputs_and_its_seconds_apart(tmp_path, monkeypatch, capsys):
+    """No wall-clock time in the model, checkpoint, curve or metrics (so `dvc status` stays clean downstream and
+    the run cache can stand in for the stage); the seconds land in <metrics_dir>/timings/gnn/<slug>.json."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    slug = "layout-xla-default"
+    write_collection(tmp_path, Collection.parse(slug))
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
+    first = tracked_bytes(tmp_path, slug)
+    gnn_stage.main(["--collection", slug, *overrides(tmp_path)])
+    assert tracked_bytes(tmp_path, slug) == first
+    assert {f"checkpoints/gnn/{slug}/seed0/checkpoint.pt", f"plots/gnn/{slug}/curve.csv",
+            f"metrics/gnn/{slug}.json"} <= set(first)
+    timings = json.loads((tmp_path / "metrics" / "timings" / "gnn" / f"{slug}.json").read_text())
+    assert timings["seconds"] > 0 and [m["seed"] for m in timings["members"]] == [0]
+    assert timings["members"][0]["epoch_seconds"] > 0
+    out = capsys.readouterr().out
+    assert f"gnn {slug}: valid " in out and "s/epoch, ETA " in out and "(at most " in out
+
+
 def test_stage_in_gst_mode(tmp_path, monkeypatch):
     """gnn=gst: 2 GST epochs + 1 head fine-tuning epoch over 3-node segments, segment-wise inference."""
     monkeypatch.setenv("WANDB_MODE", "disabled")
@@ -126,7 +154,7 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     write_collection(tmp_path, collection)
     gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST])
     check_outputs(tmp_path, collection, world_size=1, epochs=3)
-    state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
+    state = load_checkpoint(tmp_path / "checkpoints" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
 
 
@@ -191,7 +219,7 @@ def test_ddp_two_cpu_processes(tmp_path, mode):
     assert done.returncode == 0, done.stderr[-3000:]
     check_outputs(tmp_path, collection, world_size=2, epochs=3 if mode == "gst" else 2)
     if mode == "gst":                                   # each rank's table and cycles, for an exact resume
-        state = load_checkpoint(tmp_path / "models" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
+        state = load_checkpoint(tmp_path / "checkpoints" / "gnn" / collection.slug / "seed0" / "checkpoint.pt")
         assert len(state["gst"]) == 2 and all(s["table"] for s in state["gst"])
 
 

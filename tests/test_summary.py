@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from pipeline.scoring import leaderboard
 from pipeline.summary import model_summary, read_collection_metrics, summarize, summary_file
 from pipeline.tpugraphs.dataset import Collection
 
@@ -97,3 +98,56 @@ def test_autotune_summary_carries_the_mean_share(tmp_path):
                         "share_random_search": {**mean, "mean": 0.125}}}, tmp_path / "autotune.json")
     assert autotune_summary(tmp_path) == {"share": 0.5, "share_std": 0.1, "programs": 3, "min_share": 0.2,
                                           "share_featurizer_sample": 0.25, "share_random_search": 0.125}
+
+
+def test_summary_json_is_flat_with_the_ceiling_beside_the_models():
+    detail = {"lgbm": {"valid": {"kaggle": 0.6, "collections": 2, "tile-xla": 0.9}},
+              "gnn": {"valid": {"kaggle": 0.7, "collections": 2}, "test": {"kaggle": 0.5, "collections": 2}}}
+    assert leaderboard.flat_summary(detail, {"valid": 0.95, "test": None}) == {
+        "lgbm": {"valid": 0.6}, "gnn": {"valid": 0.7, "test": 0.5}, "ceiling": {"valid": 0.95}}
+    per_collection = {"a": {"ceiling": {"valid": 1.0, "test": 0.8}}, "b": {"ceiling": {"valid": 0.5}}}
+    assert leaderboard.split_ceiling(per_collection, "valid") == pytest.approx(0.75)
+    assert leaderboard.split_ceiling(per_collection, "test") is None        # b has no test ceiling
+
+
+def test_workspace_table_ranks_the_models_below_the_ceiling():
+    summary = {"heuristic": {"valid": 0.2, "test": 0.1}, "ensemble": {"valid": 0.61234, "test": 0.4},
+               "lgbm": {"valid": 0.5}, "ceiling": {"valid": 0.9, "test": 0.8}}
+    assert leaderboard.workspace_table(summary, ["valid", "test"], "valid").splitlines() == [
+        "model       valid    test",
+        "ceiling    0.9000  0.8000",
+        "ensemble   0.6123  0.4000",
+        "lgbm       0.5000       -",
+        "heuristic  0.2000  0.1000"]
+
+
+def exp_state(rev, name, ensemble, gnn, experiments=None):
+    metrics = {"metrics/summary.json": {"data": {"ensemble": {"valid": ensemble}, "gnn": {"valid": gnn}}}}
+    return {"rev": rev, "name": name, "data": {"rev": rev, "metrics": metrics}, "error": None,
+            "experiments": experiments}
+
+
+def test_experiments_table_has_one_row_per_experiment_best_first():
+    """The shape `dvc exp show --json` prints (DVC 3): workspace, baseline commit, its experiments in ranges."""
+    exps = [{"revs": [exp_state("b" * 40, "slow-lr", 0.50, 0.45)], "name": "slow-lr", "executor": None},
+            {"revs": [exp_state("c" * 40, "wide", 0.70, 0.65)], "name": "wide", "executor": None},
+            {"revs": [{"rev": "d" * 40, "name": "queued", "data": None, "experiments": None}], "name": "queued"}]
+    states = [exp_state("workspace", None, 0.60, 0.55), exp_state("a" * 40, "main", 0.60, 0.55, exps)]
+    table = leaderboard.experiments_table(states, "metrics/summary.json", ["gnn", "ensemble"], ("ensemble", "valid"))
+    lines = table.splitlines()
+    assert lines[0].split() == ["experiment", "ceiling.valid", "gnn.valid", "ensemble.valid"]
+    assert [line.split()[0] for line in lines[1:]] == ["wide", "workspace", "main", "slow-lr"]
+    assert lines[1].split() == ["wide", "-", "0.6500", "0.7000"]
+
+
+def test_show_prints_the_leaderboard_or_names_the_missing_summary(tmp_path, capsys):
+    from pipeline import summary as stage
+
+    args = [f"paths.metrics_dir={tmp_path}", "data=programs_ci"]
+    with pytest.raises(SystemExit, match=f"{tmp_path / 'summary.json'}: no summary; run `dvc repro`"):
+        stage.main(["--show", *args])
+    (tmp_path / "summary.json").write_text(json.dumps({"lgbm": {"valid": 0.5, "test": 0.25}}))
+    stage.main(["--show", *args])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[:2] == ["model   valid    test", "lgbm   0.5000  0.2500"]
+    assert "ad-hoc run" not in captured.err                 # --show writes nothing

@@ -48,6 +48,9 @@ def test_disabled_mode_writes_nothing(wandb_env):
     cfg = cfg_for(wandb_env, "disabled")
     with tracking.start_run(cfg, "heuristic", "tile-xla") as run:
         run.log({"valid/score": 1.0})
+        run.summary.update({"valid/score": 1.0})
+        tracking.log_artifact(run, "submission", "csv", wandb_env / "missing.csv")   # nothing read, nothing kept
+    assert isinstance(run, tracking.NullRun)              # wandb is neither imported nor started
     assert not (wandb_env / "wb").exists()
 
 

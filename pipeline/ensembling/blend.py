@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from pipeline.choices import ENSEMBLE_WEIGHTINGS
 from pipeline.predictions import Predictions
@@ -26,6 +25,8 @@ def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
     """Rescale one graph's scores to [0, 1] keeping their order: `minmax` or `rank` (ties share a rank)."""
     scores = np.asarray(scores, dtype=np.float64)
     if method == "rank":
+        from scipy.stats import rankdata          # lazily: scipy.stats takes seconds to import
+
         scores = rankdata(scores, method="average")
     elif method != "minmax":
         raise ValueError(f"ensemble.normalize={method!r}; expected 'minmax' or 'rank'")

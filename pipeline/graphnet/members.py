@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from pipeline.predictions import Predictions
 
-MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/{model.pt,checkpoint.pt}
+MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/model.pt (checkpoint.pt: checkpoints_dir)
 
 
 def member_seeds(seeds: Sequence[int], where: str = "gnn.seeds") -> list[int]:
@@ -36,12 +35,14 @@ def member_seed(seed: int, member: int) -> int:
 
 
 def member_dir(model_dir: str | Path, member: int) -> Path:
-    """Where member `member` keeps its model and checkpoint inside the collection's model folder."""
+    """Where member `member` keeps its model (or its checkpoint) inside the collection's folder."""
     return Path(model_dir) / MEMBER_DIR.format(member=int(member))
 
 
 def rank_normalize(scores: np.ndarray) -> np.ndarray:
     """float64 [configs]: ranks of `scores` scaled to [0, 1] (ties share their mean rank; one config gives 0)."""
+    from scipy.stats import rankdata              # lazily: scipy.stats takes seconds to import
+
     ranks = rankdata(np.asarray(scores, dtype=np.float64), method="average") - 1.0     # [configs], 0-based
     return ranks / max(len(ranks) - 1, 1)
 

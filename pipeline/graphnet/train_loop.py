@@ -88,7 +88,9 @@ class FitResult:
     best_state: dict                      # weights of the selected epoch (CPU tensors)
     best_epoch: int
     best_score: float                     # valid metric of the selected epoch (NaN without valid graphs)
-    curve: list[dict] = field(default_factory=list)   # one row per epoch: epoch, loss, valid_score, lr, ...
+    curve: list[dict] = field(default_factory=list)   # one row per epoch: epoch, loss, valid_score, lr
+    timing: list[dict] = field(default_factory=list)  # per epoch of this call: epoch, seconds, ... (not checkpointed:
+                                                      # wall-clock time would make identical runs differ)
     valid_per_graph: dict = field(default_factory=dict)  # graph_id -> valid metric at the best epoch
     last_epoch: int = -1                  # the last epoch trained (GST head fine-tuning included)
     stopped: str | None = None            # why the main phase ended: plateau | budget (None while it runs)
@@ -327,10 +329,12 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
         rank_stats = gather_objects((float(np.mean(losses)), seen), info)
         row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
-               "lr": float(run.scheduler.get_last_lr()[0]), "train_seconds": train_seconds,
-               "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9),
-               "seconds": time.perf_counter() - tic}
+               "lr": float(run.scheduler.get_last_lr()[0])}
+        timing = {"epoch": epoch, "train_seconds": train_seconds,
+                  "configs_per_second": sum(s[1] for s in rank_stats) / max(train_seconds, 1e-9),
+                  "seconds": time.perf_counter() - tic}
         result.curve.append(row)
+        result.timing.append(timing)
         _select(result, run.core, epoch, score, per_graph)
         if result.stopped is None:
             result.stopped = stop_reason(plateau, score, epoch, settings.epochs)
@@ -340,7 +344,7 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         result.last_epoch = epoch
         _save_checkpoint(run, result, epoch, spec, info, checkpoint_path)
         if on_epoch is not None and info.is_main:
-            on_epoch(row)
+            on_epoch({**row, **timing, "best_epoch": result.best_epoch})
         epoch, calls = epoch + 1, calls + 1
     return result
 

@@ -22,7 +22,7 @@ from pipeline.files import write_csv, write_json
 from pipeline.scoring import metrics
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
-from pipeline.tpugraphs.schema import STATS_FILE, TRUTH_SUBDIR
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS, STATS_FILE, TRUTH_SUBDIR
 
 
 
@@ -130,3 +130,13 @@ def evaluate_and_write(cfg: DictConfig, stage: str, collection: Collection,
     write_csv(pd.DataFrame(rows, columns=["split", "graph_id", "score"]), per_graph_file(cfg.paths.plots_dir, stage, collection.slug))
     result["per_graph"] = rows
     return result
+
+
+def score_line(stage: str, slug: str, result: Mapping, seconds: float) -> str:
+    """The one line a model stage prints: its rounded score per scored split (beside the dataset's ceiling when
+    known) and its seconds, e.g. `heuristic tile-xla: valid 0.8123 (ceiling 0.9500), test 0.7011 in 0.03 s`."""
+    ceiling = result.get("ceiling", {})
+    scores = [f"{split} {result[split]['score']:.4f}"
+              + (f" (ceiling {ceiling[split]:.4f})" if split in ceiling else "")
+              for split in PREDICTED_SPLITS if split in result]
+    return f"{stage} {slug}: {', '.join(scores) or 'no split with truth'} in {seconds:.2f} s"

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Mapping
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from pipeline.predictions import Predictions
 
@@ -29,6 +28,8 @@ def kendall_tau(scores: np.ndarray, runtimes: np.ndarray) -> float:
     1.0 = perfect order. A graph whose runtimes (or scores) are all tied has no defined tau; it scores 0.
     """
     scores, runtimes = _check(scores, runtimes)
+    from scipy.stats import kendalltau            # lazily: scipy.stats takes seconds to import
+
     tau = kendalltau(scores, runtimes).statistic
     return 0.0 if np.isnan(tau) else float(tau)
 
