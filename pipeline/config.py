@@ -34,7 +34,8 @@ from pipeline.files import write_text
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
 PARAMS_FILE = "params.yaml"
-MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir")   # paths.* a model stage writes
+MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir", "checkpoints_dir")   # paths.* a
+# model stage writes (checkpoints_dir: gnn's resumable state)
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
 ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/local/, the overrides) is composed "
               "instead of params.yaml, and this stage writes over its DVC-tracked outputs (paths.*); `dvc status` "
