@@ -158,6 +158,7 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
     assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["-m", "pipeline.config", "gnn.epoch=3"],
     ["-m", "pipeline.gnn", "--collection", "tile-xla", "gnn.lr=abc"],
