@@ -120,7 +120,11 @@ def epoch_reporter(slug: str, member: int, position: int, members: int, budget: 
 
 def train_settings(cfg: DictConfig, collection: Collection, verbose: bool) -> TrainSettings:
     """The training settings of one collection (by-search values resolved, the hinge's min_gap set): resolved once
-    per stage run, shared by every member."""
+    per stage run, shared by every member (with `verbose`, the notes on them are printed once too)."""
+    pruned = prune_hops(cfg.prune.hops, collection) is not None
+    if verbose and pruned and gst_settings(cfg.gnn, collection.kind) is not None:
+        print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
+              f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
     settings = TrainSettings.from_cfg(cfg.gnn, collection.kind, collection.search)
     return dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, verbose))
 
@@ -144,9 +148,6 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, setti
     torch.manual_seed(seed)                              # identical initial weights on every rank
     model = build_model(spec, gnn.infer_chunk_mb).to(device)
     gst = gst_settings(gnn, collection.kind)
-    if gst is not None and prune_hops(cfg.prune.hops, collection) is not None and info.is_main:
-        print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
-              f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
     wrapped = model
     if info.enabled and gst is None:           # GST averages gradients itself (pipeline.graphnet.gst)
         wrapped = torch.nn.parallel.DistributedDataParallel(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -50,3 +51,29 @@ def stage_module(stage: dict) -> str | None:
     """The `pipeline.X` module a dvc.yaml stage runs (`python -m pipeline.X`), None when its cmd runs none."""
     command = re.search(r"python -m (pipeline(?:\.\w+)+)", stage["cmd"])
     return command.group(1) if command else None
+
+
+def has_code(path: Path) -> bool:
+    """False for an __init__.py holding at most a docstring (nothing runs when the package is imported)."""
+    body = ast.parse(path.read_text()).body
+    return any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
+
+
+@lru_cache(maxsize=None)
+def transitive_files(module: str) -> frozenset[Path]:
+    """Every file of `pipeline` the module runs when imported: itself, what it imports, and their packages."""
+    seen, todo, files = set(), [module], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]     # parent packages run first
+        path = module_file(name)
+        if path is None:
+            continue
+        if path.name != "__init__.py" or has_code(path):
+            files.add(path.relative_to(ROOT))
+        todo += sorted(imported_modules(path, name))
+    return frozenset(files)

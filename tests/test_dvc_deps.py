@@ -5,38 +5,11 @@ what cannot change an output (the config layer's own reads and `wandb`, which on
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-from import_graph import ROOT, imported_modules, module_file, stage_module, stages
-
-
-def has_code(path: Path) -> bool:
-    """False for an __init__.py holding at most a docstring (nothing runs when the package is imported)."""
-    body = ast.parse(path.read_text()).body
-    return any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
-
-
-@lru_cache(maxsize=None)
-def transitive_files(module: str) -> frozenset[Path]:
-    """Every file of `pipeline` the module runs when imported: itself, what it imports, and their packages."""
-    seen, todo, files = set(), [module], set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]     # parent packages run first
-        path = module_file(name)
-        if path is None:
-            continue
-        if path.name != "__init__.py" or has_code(path):
-            files.add(path.relative_to(ROOT))
-        todo += sorted(imported_modules(path, name))
-    return frozenset(files)
+from import_graph import ROOT, module_file, stage_module, stages, transitive_files
 
 
 def covered(path: Path, deps: list[str]) -> bool:

@@ -207,6 +207,7 @@ def test_learning_rate_and_norm_by_collection_kind_or_one_number():
                      "layout-nlp-random")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["pruned", "gst"])
 def test_ddp_two_cpu_processes(tmp_path, mode):
     collection = Collection.parse("layout-xla-random")

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.gpu_check import checks
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_gpu_check_cpu_only_tiny(tmp_path):
     out = tmp_path / "gpu.md"
     env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1", "GPU_CHECK_TIMEOUT": "240"}

@@ -112,6 +112,7 @@ def scratch():
         yield Path(folder)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("compress", [False, True])
 def test_array_mutations_load_exactly_or_raise_the_format_error(scratch, kind, compress):
@@ -194,6 +195,7 @@ def independently_valid(text: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_submission_csv_mutations_never_crash_the_checker(dataset, scratch, monkeypatch):
     root, cfg, valid = dataset
     path = scratch / "sub.csv"

@@ -23,6 +23,7 @@ def test_a_bundle_holding_a_dvc_placeholder_is_refused(tmp_path):
         write_template("{plot_divs}{scripts}", tmp_path / "t.html")
 
 
+@pytest.mark.slow
 def test_the_pinned_package_bundles_vega_vega_lite_and_vega_embed():
     page = page_template("5.21")
     for name in ("vegaEmbed", "vegaLite", "vega"):

@@ -235,6 +235,7 @@ def programs_ci(tmp_path_factory):
     return cfg
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", ["tile-xla", "layout-nlp-default"])
 def test_programs_ci_against_the_original_files(programs_ci, slug):
     cfg, checked = programs_ci, 0

@@ -162,6 +162,7 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
     assert TUNING_MODELS is choices.AUTOTUNE_MODELS and ALGORITHMS is choices.AUTOTUNE_ALGORITHMS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["-m", "pipeline.config", "gnn.epoch=3"],
     ["-m", "pipeline.gnn", "--collection", "tile-xla", "gnn.lr=abc"],

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from import_graph import PACKAGE, ROOT, imported_modules, stage_module, stages
-from test_dvc_deps import transitive_files
+from import_graph import PACKAGE, ROOT, imported_modules, stage_module, stages, transitive_files
 
 CONFIG_LAYER = "pipeline.config"      # a command (`python -m pipeline.config`) that is also the library every stage reads
 

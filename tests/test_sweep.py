@@ -1,4 +1,5 @@
 import pandas as pd
+import pytest
 
 from pipeline import sweep, synthesize
 from pipeline.config import compose
@@ -18,6 +19,7 @@ def test_sweep_runs_one_job_per_combination_into_its_own_folder(tmp_path):
     assert not (tmp_path / "predictions").exists()
 
 
+@pytest.mark.slow
 def test_sweep_through_the_submitit_launcher(tmp_path):
     """A tiny sweep of 2 jobs sent through hydra-submitit-launcher's local executor (each job a subprocess)."""
     data = [f"paths.synthetic_dir={tmp_path / 'syn'}", "data=programs_ci"]
@@ -31,6 +33,7 @@ def test_sweep_through_the_submitit_launcher(tmp_path):
         assert (folder / str(job) / "predictions" / "heuristic" / "tile-xla" / "test.npz").exists()
 
 
+@pytest.mark.slow
 def test_sweep_through_the_optuna_sweeper(tmp_path):
     """A 2-trial Optuna search (hydra-optuna-sweeper): each job returns its valid score, the best one is reported."""
     import yaml

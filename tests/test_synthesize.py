@@ -144,6 +144,7 @@ def test_stats_list_programs_of_every_family_and_source(ci_dir):
                                     and p["split"] == "train")
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_seed(tmp_path):
     small = ["data.generator.programs={xla: {train: 1, valid: 0, test: 1}, nlp: {train: 1, valid: 0, test: 0}}"]
     for name, extra in (("a", []), ("b", []), ("c", ["data.generator.seed=1"])):
@@ -171,6 +172,7 @@ def test_real_data_is_refused_and_leaves_the_built_in_dataset_alone(tmp_path, ca
     assert capsys.readouterr().out == "nothing synthesized (old)\n"      # a folder an earlier version left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset, stages", [("programs_ci", ["synthesize@programs"]), ("tpugraphs", [])])
 def test_dvc_runs_synthesize_only_for_generated_data(preset, stages, tmp_path):
     """dvc.yaml's synthesize stage exists once per data.synthesized_by: none for real data, so `dvc repro` on a

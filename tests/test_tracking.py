@@ -27,6 +27,7 @@ def cfg_for(tmp_path, mode):
                                        "dir": str(tmp_path / "wb")}, "seed": 3})
 
 
+@pytest.mark.slow
 def test_offline_run_is_written_with_metrics(wandb_env):
     cfg = cfg_for(wandb_env, "offline")
     with tracking.start_run(cfg, "heuristic", "tile-xla") as run:
