@@ -29,6 +29,7 @@ member seed), read from the model stages' plots (a missing one is a one-line err
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 

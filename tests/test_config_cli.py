@@ -115,7 +115,7 @@ def test_a_missing_data_root_is_refused_before_dvc(tmp_path):
     line naming the key, before params.yaml or the selection change."""
     params = (repo_root() / "params.yaml").read_bytes()
     result = cli("pipeline.config", "data=programs_ci", f"data.root={tmp_path / 'gone'}")
-    assert result.returncode == 1 and (repo_root() / "params.yaml").read_bytes() == params
+    assert result.returncode == 2 and (repo_root() / "params.yaml").read_bytes() == params
     assert result.stderr.strip() == (f"error: data.root={tmp_path / 'gone'}: no such folder (preset "
                                      f"data=programs_ci); set data.root=<an existing folder>, or the preset's root "
                                      f"in conf/local/default.yaml")

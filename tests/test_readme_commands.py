@@ -274,6 +274,8 @@ STEPS = [
     ("pipeline.predict mlp_opt.hlo.txt", None, LIGHT),
     ("pipeline.predict path/to/graph.npz", None, LIGHT),
     ("pipeline.predict path/to/folder/", lambda out, d: (d / "ranks.csv").is_file(), LIGHT),
+    ("pipeline.autotune mlp.hlo.txt", lambda out, d: "predicted" in out and {"layouts", "tiles"} <= set(json.loads(
+        (d / "runs" / "autotune" / "mlp.json").read_text())), LIGHT),
     ("dvc repro synthesize", None, HEAVY),
     ("pipeline.featurize mlp.hlo.txt", lambda out, d: (d / "data" / "mine" / "npz").is_dir(), LIGHT),
     ("data.root=data/mine", trained_on_the_linked_splits, HEAVY),

@@ -107,6 +107,7 @@ def read_weights(path: str | Path, fingerprint: str | None = None) -> dict[str, 
         raise ValueError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
     recorded = record.get("data_fingerprint")
     if fingerprint is not None and recorded != fingerprint:
-        raise ValueError(f"{path}: weights chosen on data {recorded!r}, but this run's data settings are "
-                         f"{fingerprint!r}; run stage ensemble on this data (dvc repro) or pass the data= it used")
+        chosen_on = "on unrecorded data (no key 'data_fingerprint')" if recorded is None else f"on data {recorded!r}"
+        raise ValueError(f"{path}: weights chosen {chosen_on}, but this run's data settings are {fingerprint!r}; "
+                         f"run stage ensemble on this data (dvc repro) or pass the data= it used")
     return {str(m): float(w) for m, w in weights.items()}
