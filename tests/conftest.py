@@ -75,6 +75,17 @@ def in_split(arrays: dict[str, np.ndarray], split: str) -> dict[str, np.ndarray]
     return arrays
 
 
+
+def write_layout_splits(folder: Path) -> Path:
+    """One tiny layout graph per split under `folder/<split>/` (a, b, c), told apart by `in_split`; the test graph
+    unlabelled (runtimes zero, as in the official test files)."""
+    for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
+        arrays = in_split(make_layout_arrays(), split)
+        if split == "test":
+            arrays["config_runtime"][:] = 0
+        write_npz(folder / split / f"{stem}.npz", arrays)
+    return folder
+
 @pytest.fixture
 def tiny_layout_arrays() -> dict[str, np.ndarray]:
     return make_layout_arrays()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import in_split, make_layout_arrays, write_npz
+from conftest import write_layout_splits
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose, data_fingerprint
@@ -24,11 +24,7 @@ def setup(tmp_path_factory):
     """(overrides, graph, folders): a tiny layout:xla:random tree pruned as stage prune would, and the overrides
     pointing predict at it (models and metrics folders empty until a test fills them)."""
     base = tmp_path_factory.mktemp("predict")
-    for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = in_split(make_layout_arrays(), split)
-        if split == "test":
-            arrays["config_runtime"][:] = 0
-        write_npz(base / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)
+    write_layout_splits(base / "data/npz/layout/xla/random")
     overrides = ["data=tpugraphs", f"data.root={base / 'data'}", f"data.collections=[{SLUG}]",
                  *(f"paths.{key}={base / key}" for key in ("pruned_dir", "models_dir", "metrics_dir")),
                  f"predict.run_dir={base / 'runs'}"]

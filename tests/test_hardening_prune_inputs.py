@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import in_split, make_layout_arrays, make_tile_arrays, write_npz
+from conftest import in_split, make_layout_arrays, make_tile_arrays, write_layout_splits, write_npz
 from entry_points import error_line, run_entry, written
 
 LAYOUT = Path("npz/layout/xla/random")
@@ -17,11 +17,8 @@ TILE = Path("npz/tile/xla")
 
 def data_tree(root: Path) -> Path:
     """One valid layout:xla:random and one valid tile:xla graph per split."""
+    write_layout_splits(root / LAYOUT)
     for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = in_split(make_layout_arrays(), split)
-        if split == "test":
-            arrays["config_runtime"][:] = 0
-        write_npz(root / LAYOUT / split / f"{stem}.npz", arrays)
         write_npz(root / TILE / split / f"t{stem}.npz", in_split(make_tile_arrays(), split))
     return root
 

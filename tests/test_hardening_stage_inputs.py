@@ -3,7 +3,7 @@ entry points, in one stderr line naming the key or file, exit status 2, and no o
 from __future__ import annotations
 
 import pytest
-from conftest import in_split, make_layout_arrays, write_npz
+from conftest import write_layout_splits
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose
@@ -30,11 +30,7 @@ def test_ensemble_members_must_be_model_stages(tmp_path):
 
 @pytest.mark.slow
 def test_a_diverging_gnn_stops_at_the_first_non_finite_loss_naming_gnn_lr(tmp_path):
-    for split, stem in {"train": "a", "valid": "b", "test": "c"}.items():
-        arrays = in_split(make_layout_arrays(), split)
-        if split == "test":
-            arrays["config_runtime"][:] = 0
-        write_npz(tmp_path / "data/npz/layout/xla/random" / split / f"{stem}.npz", arrays)
+    write_layout_splits(tmp_path / "data/npz/layout/xla/random")
     overrides = ["data=tpugraphs", f"data.root={tmp_path / 'data'}", f"data.collections=[{SLUG}]",
                  *(f"paths.{key}={tmp_path / key}" for key in ("pruned_dir", "models_dir", "predictions_dir",
                                                                "metrics_dir", "plots_dir"))]
