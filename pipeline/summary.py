@@ -15,9 +15,9 @@ The Kaggle score is the leaderboard's: the unweighted mean of the collection sco
 the collections `data.collections` configures (all five for a full run, so it equals the leaderboard's mean).
 A split a metrics file lacks (the real test split has no truth) is left out of that model, never counted as zero.
 `dvc metrics show` prints it as one short row; `--show --experiments` ranks the experiments by it.
-Key `autotune` carries stage autotune's mean share of the oracle's gain (`<metrics_dir>/autotune.json`, "all"):
-{"share": mean, "share_std": std, "programs": n, "min_share": ..., "share_featurizer_sample": ...,
-"share_random_search": ...}; `dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
+Key `autotune` carries stage autotune's mean share of the oracle's gain over the programs it counts
+(`<metrics_dir>/autotune.json`, "all": {"share": mean, "programs": n}; the spread, the baselines and the programs
+listed apart stay in autotune.json); `dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
 
 It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
 `<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
@@ -146,10 +146,7 @@ def autotune_summary(metrics_dir: str | Path) -> dict:
     overall = read_collection_metrics(Path(metrics_dir) / AUTOTUNE_NAME).get("all")
     if not isinstance(overall, dict) or not isinstance(overall.get("share"), dict):
         raise ValueError(f"{Path(metrics_dir) / AUTOTUNE_NAME}: key 'all.share' missing; re-run stage autotune")
-    return {"share": overall["share"]["mean"], "share_std": overall["share"]["std"],
-            "programs": overall["share"]["n"], "min_share": overall.get("min_share"),
-            "share_featurizer_sample": overall["share_featurizer_sample"]["mean"],
-            "share_random_search": overall["share_random_search"]["mean"]}
+    return {"share": overall["share"]["mean"], "programs": overall["share"]["n"]}   # the rest: autotune.json
 
 
 def run(cfg: DictConfig) -> dict:

@@ -85,7 +85,7 @@ def test_leaderboard_prints_the_summary_for_the_workspace_and_its_experiments(re
 
     dest, env = repo
     summary = json.loads((dest / "metrics" / "summary.json").read_text())
-    assert set(summary) == {"heuristic", "lgbm", "gnn", "ensemble", "ceiling"}
+    assert set(summary) == {"heuristic", "lgbm", "gnn", "ensemble", "ceiling", "autotune"}
     shown = run([str(BIN / "python"), "-m", "pipeline.summary", "--show"], dest, env).stdout.splitlines()
     assert shown[0].split() == ["model", "valid", "test"] and shown[1].split()[0] == "ceiling"
     ensemble = next(line.split() for line in shown if line.startswith("ensemble"))
