@@ -26,7 +26,7 @@ from pipeline.errors import run_main
 from pipeline.files import write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
-from pipeline.tuning.models import PredictError
+from pipeline.trained import PredictError
 from pipeline.tuning.report import summary_lines
 from pipeline.tuning.scorers import MODELS
 from pipeline.tuning.space import SpaceError

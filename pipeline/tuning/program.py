@@ -20,7 +20,7 @@ from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM
-from pipeline.tuning.models import prune_new_graph
+from pipeline.trained import prune_new_graph
 
 
 @dataclass(frozen=True)

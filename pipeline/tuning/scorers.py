@@ -23,8 +23,10 @@ from omegaconf import DictConfig
 from pipeline.choices import AUTOTUNE_MODELS
 from pipeline.pruned import PrunedGraph, iter_split
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.tuning.models import (PredictError, default_block_counts, ensemble_weights, gst_settings,
-                                    heuristic_tile_scores, lgbm_predict_graph)
+from pipeline.graphnet.gst import gst_settings
+from pipeline.heuristic_model.scores import default_block_counts, tile_scores as heuristic_tile_scores
+from pipeline.lgbm_model.infer import predict_graph as lgbm_predict_graph
+from pipeline.trained import PredictError, ensemble_weights
 from pipeline.tuning.program import with_configs
 
 MODELS = AUTOTUNE_MODELS

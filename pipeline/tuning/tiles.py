@@ -24,7 +24,7 @@ from pipeline.tpugraphs import writer
 from pipeline.featurizer.tile_configs import default_config, encode_config, tile_choices
 from pipeline.costmodel.tile import KERNEL_BOUNDS, OUTPUT_BOUNDS
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.tuning.models import prune_new_graph
+from pipeline.trained import prune_new_graph
 from pipeline.tuning.scorers import Guide
 
 

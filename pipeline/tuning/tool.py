@@ -19,7 +19,9 @@ from pipeline.featurizer.tile_configs import TileSearch
 from pipeline.costmodel.tile import TileCostParams
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.tuning.models import STAGE_OUTPUT_PATHS, PredictError, program_stem
+from pipeline.config import STAGE_OUTPUT_PATHS
+from pipeline.featurizer.dataset import program_stem
+from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
 from pipeline.tuning.report import changes
 from pipeline.tuning.scorers import load_guide
