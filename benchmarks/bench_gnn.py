@@ -23,12 +23,13 @@ import torch
 from pipeline.errors import run_main  # noqa: E402
 from benchmarks.common import (FEATURES, flops_per_config, matmul_gflops, peak_rss_mb, ranking_agreement, run_isolated,
                                swapped_pairs)
-from pipeline.config import compose, split_overrides
+from pipeline.config import compose, prune_hops, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
-from pipeline.graphnet.infer import InferSettings, predict_graph
+from pipeline.graphnet.infer import predict_graph
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.pruned import PrunedGraph, prune_hops
+from pipeline.graphnet.model import build_model
+from pipeline.pruned import PrunedGraph
+from pipeline.settings.gnn import infer_settings, model_spec
 from pipeline.pruning.subgraph import khop_subgraph
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM
@@ -37,6 +38,7 @@ RESULTS = Path(__file__).parent / "results" / "gnn.md"
 HOPS_COLLECTION = "layout:xla:default"   # the benchmark graph is pruned as stage prune prunes this collection
 CONFIGURABLE_SHARE = 0.03   # share of configurable nodes in a large XLA layout graph
 BENCH_SEARCH = "random"     # the generated configs are random layouts
+BENCH_COLLECTION = Collection.parse(f"layout:xla:{BENCH_SEARCH}")   # whose by-search gnn settings the model takes
 TIE_TOLERANCE = 1e-5        # scores closer than this (relative to the largest) are float ties between two paths
 
 
@@ -81,7 +83,7 @@ def bench_model(graph: PrunedGraph, gnn, threads: int) -> tuple[torch.nn.Module,
     CPU threads."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH))
+    model = build_model(model_spec(gnn, BENCH_COLLECTION, graph.node_feat.shape[1]))
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
@@ -113,7 +115,7 @@ def _infer_case(args: tuple) -> dict:
     graph, gnn, threads, repeats = args
     load = os.getloadavg()[0]
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, BENCH_SEARCH)).eval()
+    model = build_model(model_spec(gnn, BENCH_COLLECTION, graph.node_feat.shape[1])).eval()
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so rankings mean something
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -126,7 +128,7 @@ def _infer_case(args: tuple) -> dict:
             for name, chunk_mb in (("plain", None), ("chunked", gnn.infer_chunk_mb)):
                 model.infer_chunk_mb = chunk_mb
                 tic = timer()
-                scores[name] = predict_graph(model, "layout", graph, InferSettings.from_cfg(gnn),
+                scores[name] = predict_graph(model, "layout", graph, infer_settings(gnn),
                                              np.random.default_rng(0), torch.device("cpu"), None)
                 seconds[name].append(timer() - tic)
         out[clock] = {"threads": n_threads, "plain": min(seconds["plain"]), "chunked": min(seconds["chunked"]),

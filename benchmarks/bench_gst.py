@@ -34,11 +34,12 @@ from benchmarks.bench_gnn import bench_model, train_case
 from benchmarks.common import peak_rss_mb, run_isolated
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd
 from pipeline.errors import run_main
-from pipeline.config import compose, split_overrides
+from pipeline.config import compose, prune_hops, split_overrides
 from pipeline.graphnet.data import config_batch, runtimes
-from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
+from pipeline.graphnet.gst import GSTTrainer, SegmentCache
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.pruned import WHOLE_GRAPH, iter_split, prune_hops
+from pipeline.pruned import WHOLE_GRAPH, iter_split
+from pipeline.settings.gnn import gst_group
 from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "gst.md"
@@ -54,7 +55,7 @@ def _gst_case(args: tuple) -> dict:
     """GST visits over one whole cycle of the graph's segments (after building the segments)."""
     graph, gnn, k, threads, segment_size = args
     model, opt = bench_model(graph, gnn, threads)
-    settings = dataclasses.replace(GSTSettings.from_cfg(gnn.gst), segment_size=segment_size)
+    settings = dataclasses.replace(gst_group(gnn.gst), segment_size=segment_size)
     base = peak_rss_mb()
     tic = time.perf_counter()
     trainer = GSTTrainer(model, settings, SegmentCache(settings, model.spec.layers + 1, torch.device("cpu")))

@@ -38,24 +38,26 @@ from benchmarks.bench_gst import prune_graph
 from benchmarks.bench_prune import MEMORY_COLLECTION, make_big_graph, prune_cmd, run_child
 from benchmarks.scale_model import extrapolate, extrapolation_table, rates
 from pipeline.errors import run_main
-from pipeline.config import compose, split_overrides
+from pipeline.config import compose, prune_hops, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SPLITS
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.pruned import WHOLE_GRAPH, PrunedGraph, prune_hops
+from pipeline.graphnet.model import build_model
+from pipeline.pruned import WHOLE_GRAPH, PrunedGraph
+from pipeline.settings.gnn import model_spec
 from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "scale.md"
 SIZES = Path(__file__).parent / "dataset_sizes.yaml"
 SEARCH = "random"
+LAYOUT_COLLECTION = Collection.parse(f"layout:xla:{SEARCH}")   # whose by-search gnn settings the model takes
 TILE_NODES = 40           # tile graphs are "small (e.g., tens of nodes)" (benchmarks/dataset_sizes.yaml)
 FLOAT32_BYTES = 4
 
 
 def layout_model(graph, gnn, device: torch.device):
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.infer_chunk_mb)
+    model = build_model(model_spec(gnn, LAYOUT_COLLECTION, graph.node_feat.shape[1]), gnn.infer_chunk_mb)
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so outputs can differ
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
@@ -131,7 +133,7 @@ def tile_case(args: tuple) -> dict:
     graph, gnn, steps, threads = args
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build_model(ModelSpec.from_cfg("tile", graph.node_feat.shape[1], gnn, None))
+    model = build_model(model_spec(gnn, Collection.parse("tile:xla"), graph.node_feat.shape[1]))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     k, rng, tensors, times = int(gnn.configs_per_graph.tile), np.random.default_rng(0), graph_tensors(graph), []
     for _ in range(steps + 1):
@@ -154,18 +156,19 @@ def tile_case(args: tuple) -> dict:
 
 def lgbm_case(args: tuple) -> dict:
     """Featurise `n` configs and train the ranker on them (valid = the same rows) for lgbm.num_boost_round."""
-    from pipeline.features.table import FeatureSpec
     from pipeline.lgbm_model.rank_data import build_rank_data
     from pipeline.lgbm_model.train import train_ranker
+    from pipeline.settings.lgbm import kind_settings
     graph, lgbm, n = args
-    spec = FeatureSpec.from_cfg(lgbm)
+    settings = kind_settings(lgbm, "layout")
+    spec = settings.features
     base = peak_rss_mb()
     tic = time.perf_counter()
     data = build_rank_data([graph], "layout", spec, n, int(lgbm.layout.label_grades), int(lgbm.max_query_rows),
                            np.random.default_rng(0))
     feat_s = time.perf_counter() - tic
     tic = time.perf_counter()
-    booster, history = train_ranker(data, data, lgbm, "layout", 0)
+    booster, history = train_ranker(data, data, settings, 0)
     train_s = time.perf_counter() - tic
     rounds = booster.current_iteration()
     return {"configs": len(data.label), "features_configs_per_s": len(data.label) / feat_s,

@@ -37,10 +37,13 @@ from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
 from pipeline.graphnet.infer import autocast
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.model import build_model
+from pipeline.settings.gnn import gst_group, model_spec
+from pipeline.tpugraphs.dataset import Collection
 
 RESULTS = Path(__file__).parent / "results" / "gpu.md"
 SEARCH = "random"
+LAYOUT_COLLECTION = Collection.parse(f"layout:xla:{SEARCH}")   # whose by-search gnn settings the model takes
 AGREE_RTOL = 1e-3          # fp32 CPU vs GPU (different reduction orders, TF32 off)
 REPEAT_RTOL = 1e-5         # two CUDA runs without deterministic algorithms
 MIN_TAU = 0.99
@@ -48,7 +51,7 @@ MIN_TAU = 0.99
 
 def model_for(graph, gnn, device: torch.device, seed: int = 0):
     torch.manual_seed(seed)
-    model = build_model(ModelSpec.from_cfg("layout", graph.node_feat.shape[1], gnn, SEARCH), gnn.infer_chunk_mb)
+    model = build_model(model_spec(gnn, LAYOUT_COLLECTION, graph.node_feat.shape[1]), gnn.infer_chunk_mb)
     with torch.no_grad():   # zero-initialised heads would score every config 0: perturb so scores differ
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
@@ -277,7 +280,7 @@ def main(argv=None) -> None:
     print(json.dumps(result), flush=True)
     if not args.cpu_only:
         cuda = torch.device("cuda")
-        gst = dataclasses.replace(GSTSettings.from_cfg(gst_cfg.gnn.gst))
+        gst = dataclasses.replace(gst_group(gst_cfg.gnn.gst))
         result["train"]["cuda train"] = train_rate(pruned, cfg.gnn, k, args.steps, cuda, True)
         result["train"]["cuda GST (whole graph)"] = train_rate(whole, gst_cfg.gnn, k, args.gst_steps, cuda, True, gst)
         result["infer"]["cuda"] = infer_rate(pruned, cfg.gnn, args.graph_configs, cuda, True)

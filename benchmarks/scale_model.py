@@ -14,7 +14,8 @@ gnn.configs_per_graph.tile configs, configs/s at inference), since the tile mode
 """
 from __future__ import annotations
 
-from pipeline.graphnet.train_loop import TrainSettings
+from pipeline.settings.gnn import infer_settings, train_settings
+from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM
 
 HOUR = 3600.0
@@ -34,7 +35,8 @@ def rates(measured: dict) -> dict:
 
 def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> dict:
     gnn, lgbm = cfg.gnn, cfg.lgbm
-    kind, search = ("tile", None) if name.startswith("tile") else ("layout", name.rsplit("-", 1)[-1])
+    collection = Collection.parse(name)
+    kind = collection.kind
     graphs, configs = c["graphs"], c["configs"]
     nodes = c["nodes"] * (unit["pruned_share"] if kind == "layout" else 1.0)
     per_config = TILE_CONFIG_BYTES if kind == "tile" else c["configurable"] * NODE_CONFIG_FEAT_DIM * feat_bytes
@@ -43,7 +45,7 @@ def _collection_cost(name: str, c: dict, unit: dict, cfg, feat_bytes: int) -> di
     train_rows = graphs["train"] * min(configs["train"], int(settings.configs_per_graph) or configs["train"])
     valid_rows = graphs["valid"] * min(configs["valid"], int(settings.valid_configs_per_graph) or configs["valid"])
     predicted = graphs["valid"] * configs["valid"] + graphs["test"] * configs["test"]
-    train = TrainSettings.from_cfg(gnn, kind, search)     # the by-search values training itself reads
+    train = train_settings(gnn, collection, infer_settings(gnn))     # the by-search values training itself reads
     k, epochs = train.configs_per_graph, train.epochs
     valid_configs = epochs * graphs["valid"] * min(int(gnn.valid_max_configs), configs["valid"])
     if kind == "tile":       # measured per step and per config (the graph is encoded once per batch)

@@ -24,6 +24,7 @@ LGBM_FEATURE_GROUPS = LGBM_GRAPH_GROUPS + LGBM_TILE_GROUPS + LGBM_LAYOUT_GROUPS
 LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm_model.train
 LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.train
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
+LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30 (pipeline.lgbm_model.train)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blend
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator
 AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers: the guides a search can use

@@ -25,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from yaml import YAMLError
 
 from pipeline import selection
+from pipeline.choices import PRUNE_WHOLE_GRAPH
 from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
@@ -237,6 +238,16 @@ def by_search(value, key: str, kind: str, search: str | None):
         raise ValueError(f"{key} has no entry {entry!r} for a {kind} graph of search {search!r}; "
                          f"found {list(value)}")
     return value[entry]
+
+
+def prune_hops(value, collection) -> int | None:
+    """`prune.hops` (a number, `all`, or a mapping by search) -> hops for `collection` (a Collection), None = whole
+    graph; tile graphs are always kept whole, so a mapping needs no tile entry (the schema checked the value)."""
+    if isinstance(value, Mapping):
+        if collection.kind == "tile":
+            return None
+        value = by_search(value, "prune.hops", collection.kind, collection.search)
+    return None if str(value) == PRUNE_WHOLE_GRAPH else int(value)
 
 
 def groups_help(conf_dir: Path | None = None) -> str:

@@ -33,16 +33,17 @@ from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
-from pipeline.graphnet.gst import gst_settings
-from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+from pipeline.graphnet.members import member_dir, member_seed, rank_mean
 from pipeline.graphnet.scoring import member_predictions
 from pipeline.graphnet.losses import hinge_min_gap
-from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.model import build_model
 from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
+from pipeline.graphnet.settings import GnnSettings
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.scoring import metrics as scoring
-from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split, prune_hops
+from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split
+from pipeline.settings.gnn import gnn_settings
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
@@ -74,12 +75,12 @@ def write_curve(curve: list[dict], path: Path) -> None:
     write_csv(pd.DataFrame(curve, columns=CURVE_COLUMNS), path)
 
 
-def train_min_gap(cfg: DictConfig, collection: Collection, verbose: bool) -> float:
+def train_min_gap(cfg: DictConfig, collection: Collection, settings: GnnSettings, verbose: bool) -> float:
     """The hinge's min_gap: from the duplicate-runtime spread prune measured, or gnn.min_gap (losses.hinge_min_gap)."""
     path = collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE
-    quantile = cfg.gnn.min_gap_quantile
+    quantile = settings.min_gap_quantile
     report = json.loads(path.read_text()) if quantile is not None else {}
-    min_gap, source = hinge_min_gap(float(cfg.gnn.min_gap), quantile, report, str(path))
+    min_gap, source = hinge_min_gap(settings.train.min_gap, quantile, report, str(path))
     if verbose:
         print(f"[{STAGE} {collection.slug}] pairwise hinge min_gap {min_gap:.5f} ({source})", flush=True)
     return min_gap
@@ -118,49 +119,47 @@ def epoch_reporter(slug: str, member: int, position: int, members: int, budget: 
     return on_epoch
 
 
-def train_settings(cfg: DictConfig, collection: Collection, verbose: bool) -> TrainSettings:
-    """The training settings of one collection (by-search values resolved, the hinge's min_gap set): resolved once
-    per stage run, shared by every member (with `verbose`, the notes on them are printed once too)."""
-    pruned = prune_hops(cfg.prune.hops, collection) is not None
-    if verbose and pruned and gst_settings(cfg.gnn, collection.kind) is not None:
-        print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={cfg.prune.hops}; "
+def train_settings(cfg: DictConfig, collection: Collection, settings: GnnSettings, verbose: bool) -> TrainSettings:
+    """The training settings of one collection with the hinge's min_gap set (from the data when
+    gnn.min_gap_quantile): once per stage run, shared by every member (with `verbose`, the notes are printed once)."""
+    if verbose and settings.prune_hops is not None and settings.gst is not None:
+        print(f"[{STAGE} {collection.slug}] note: gnn.mode=gst on graphs pruned with prune.hops={settings.prune_hops}; "
               f"prune.hops={WHOLE_GRAPH} gives GST the whole graphs", flush=True)
-    settings = TrainSettings.from_cfg(cfg.gnn, collection.kind, collection.search)
-    return dataclasses.replace(settings, min_gap=train_min_gap(cfg, collection, verbose))
+    return dataclasses.replace(settings.train, min_gap=train_min_gap(cfg, collection, settings, verbose))
 
 
-def train_collection(cfg: DictConfig, collection: Collection, member: int, settings: TrainSettings,
-                     info: DistInfo = DistInfo(), on_epoch=None,
+def train_collection(cfg: DictConfig, collection: Collection, member: int, settings: GnnSettings,
+                     train_with: TrainSettings, info: DistInfo = DistInfo(), on_epoch=None,
                      max_epochs: int | None = None) -> tuple[torch.nn.Module, FitResult]:
-    """Build and train member `member` of one collection with `settings` (train_settings); returns (best model on
-    CPU, FitResult) and writes the member's model.pt (spec, weights, best/last epoch and stop reason) on rank 0."""
-    gnn = cfg.gnn
-    torch.set_num_threads(int(gnn.num_threads))
-    device = pick_device(str(gnn.device))
+    """Build and train member `member` of one collection with `settings` and `train_with` (train_settings); returns
+    (best model on CPU, FitResult) and writes the member's model.pt (spec, weights, best/last epoch and stop reason)
+    on rank 0."""
+    torch.set_num_threads(settings.num_threads)
+    device = pick_device(settings.device)
     if device.type == "cuda":
         torch.cuda.set_device(info.local_rank)
         device = torch.device("cuda", info.local_rank)
     train, valid = pruned_graphs(cfg, collection, "train"), pruned_graphs(cfg, collection, "valid")
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
-    spec = ModelSpec.from_cfg(collection.kind, train[0].node_feat.shape[1], gnn, collection.search)
-    seed = member_seed(int(cfg.seed), member)
+    spec = settings.spec(train[0].node_feat.shape[1])
+    seed = member_seed(settings.seed, member)
     torch.manual_seed(seed)                              # identical initial weights on every rank
-    model = build_model(spec, gnn.infer_chunk_mb).to(device)
-    gst = gst_settings(gnn, collection.kind)
+    model = build_model(spec, settings.infer_chunk_mb).to(device)
+    gst = settings.gst
     wrapped = model
     if info.enabled and gst is None:           # GST averages gradients itself (pipeline.graphnet.gst)
         wrapped = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[info.local_rank] if device.type == "cuda" else None)
     model_dir = member_dir(output_dirs(cfg, collection)[0], member)
     checkpoint = member_dir(checkpoint_dir(cfg, collection), member) / ckpt.CHECKPOINT_FILE
-    result = fit(wrapped, spec, train, valid, settings, gst, seed, checkpoint, device,
+    result = fit(wrapped, spec, train, valid, train_with, gst, seed, checkpoint, device,
                  info, on_epoch, max_epochs)
-    best = build_model(spec, gnn.infer_chunk_mb)
+    best = build_model(spec, settings.infer_chunk_mb)
     best.load_state_dict(result.best_state)
     if info.is_main:
         ckpt.save_model(best, spec, model_dir / ckpt.MODEL_FILE,
-                        {**run_summary(result), "collection": collection.name, "seed": int(cfg.seed),
+                        {**run_summary(result), "collection": collection.name, "seed": settings.seed,
                          "member": member})
     return best.eval(), result
 
@@ -171,18 +170,17 @@ def run_summary(result: FitResult) -> dict:
             "stopped": result.stopped}
 
 
-def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Module, split: str, seed: int,
-                  info: DistInfo = DistInfo()) -> Predictions:
+def predict_split(cfg: DictConfig, collection: Collection, settings: GnnSettings, model: torch.nn.Module,
+                  split: str, seed: int, info: DistInfo = DistInfo()) -> Predictions:
     """Rank every config of every graph of a split with one member (TTA orderings from the member's `seed`;
     graphs sharded over ranks, merged on every rank)."""
     from pipeline.graphnet.distributed import gather_objects
 
-    gnn = cfg.gnn
-    device = pick_device(str(gnn.device))
+    device = pick_device(settings.device)
     if device.type == "cuda":
         device = torch.device("cuda", info.local_rank)
     graphs = pruned_graphs(cfg, collection, split)
-    mine = member_predictions(model, collection.kind, graphs[info.rank::info.world], gnn, seed, device,
+    mine = member_predictions(model, collection.kind, graphs[info.rank::info.world], settings, seed, device,
                               progress=info.is_main)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):
@@ -192,21 +190,22 @@ def predict_split(cfg: DictConfig, collection: Collection, model: torch.nn.Modul
     return merged
 
 
-def train_members(cfg: DictConfig, collection: Collection, info: DistInfo, run=None,
+def train_members(cfg: DictConfig, collection: Collection, settings: GnnSettings, info: DistInfo, run=None,
                   max_epochs: int | None = None) -> tuple[list[dict[str, Predictions]], list[dict], list[dict], int]:
     """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
     run_summary + seconds and mean epoch seconds, every member's curve rows, parameters of one member)."""
-    members = member_seeds(cfg.gnn.seeds)
-    settings = train_settings(cfg, collection, info.is_main)
-    budget = settings.epochs
+    members = settings.members
+    train_with = train_settings(cfg, collection, settings, info.is_main)
+    budget = train_with.epochs
     preds, summaries, curve = [], [], []
     for position, member in enumerate(members):
         watch = Stopwatch()
-        report = (epoch_reporter(collection.slug, member, position, len(members), budget, settings.patience, run)
+        report = (epoch_reporter(collection.slug, member, position, len(members), budget, train_with.patience, run)
                   if info.is_main else None)
-        model, result = train_collection(cfg, collection, member, settings, info, report, max_epochs)
-        seed = member_seed(int(cfg.seed), member)
-        preds.append({split: predict_split(cfg, collection, model, split, seed, info) for split in PREDICTED_SPLITS})
+        model, result = train_collection(cfg, collection, member, settings, train_with, info, report, max_epochs)
+        seed = member_seed(settings.seed, member)
+        preds.append({split: predict_split(cfg, collection, settings, model, split, seed, info)
+                      for split in PREDICTED_SPLITS})
         summaries.append({"seed": member, **run_summary(result), "seconds": watch.elapsed(),
                           "epoch_seconds": epoch_seconds(result)})
         curve += [{"seed": member, **row} for row in result.curve]
@@ -247,20 +246,24 @@ def seed_report(kind: str, member_preds: list[dict[str, Predictions]], blended: 
     return report
 
 
-def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) -> dict | None:
-    """The whole stage for one collection; returns the metrics dict on rank 0 (None on other ranks)."""
+def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None,
+        settings: GnnSettings | None = None) -> dict | None:
+    """The whole stage for one collection (`settings`: gnn_settings(cfg, collection) unless given); returns the
+    metrics dict on rank 0 (None on other ranks)."""
     from pipeline import tracking
     from pipeline.scoring import evaluate
 
-    device = pick_device(str(cfg.gnn.device))
+    settings = gnn_settings(cfg, collection) if settings is None else settings
+    device = pick_device(settings.device)
     info = init_distributed(device)
     try:
         watch = Stopwatch()
         if not info.is_main:
-            train_members(cfg, collection, info, None, max_epochs)
+            train_members(cfg, collection, settings, info, None, max_epochs)
             return None
         with tracking.start_run(cfg, stage=STAGE, collection=collection.slug) as run:
-            member_preds, summaries, curve, parameters = train_members(cfg, collection, info, run, max_epochs)
+            member_preds, summaries, curve, parameters = train_members(cfg, collection, settings, info, run,
+                                                                       max_epochs)
             preds = {split: rank_mean([p[split] for p in member_preds]) for split in PREDICTED_SPLITS}
             for split, p in preds.items():
                 save_predictions(p, predictions_path(cfg.paths.predictions_dir, MODEL, collection.slug, split))
@@ -285,9 +288,10 @@ def run(cfg: DictConfig, collection: Collection, max_epochs: int | None = None) 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__, argv)
-    warn_threads("gnn.num_threads", int(cfg.gnn.num_threads))
     collection = Collection.parse(args.collection)
-    metrics = run(cfg, collection)
+    settings = gnn_settings(cfg, collection)
+    warn_threads("gnn.num_threads", settings.num_threads)
+    metrics = run(cfg, collection, settings=settings)
     if metrics is not None:
         from pipeline.scoring.evaluate import score_line
         print(score_line(STAGE, collection.slug, metrics, metrics["seconds"]))

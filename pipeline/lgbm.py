@@ -23,13 +23,14 @@ from pipeline.errors import run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import atomic_path, write_csv
-from pipeline.features.table import FeatureSpec
 from pipeline.lgbm_model.importance import importance_table, plotted_importance, write_importance
 from pipeline.lgbm_model.infer import model_file, predict_split
 from pipeline.lgbm_model.rank_data import build_rank_data
+from pipeline.lgbm_model.settings import LgbmSettings
 from pipeline.lgbm_model.train import convergence, train_ranker, warn_budget
 from pipeline.predictions import predictions_path, save_predictions
 from pipeline.pruned import iter_split, read_index
+from pipeline.settings.lgbm import lgbm_settings
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 MODEL = "lgbm"
@@ -40,23 +41,23 @@ def split_size(pruned_dir, slug: str, split: str) -> int:
     return int((read_index(pruned_dir, slug)["split"] == split).sum())
 
 
-def run(cfg: DictConfig, collection) -> dict:
-    """Train on train, early-stop on valid, write the model, importance, predictions and metrics of one collection."""
+def run(cfg: DictConfig, collection, settings: LgbmSettings | None = None) -> dict:
+    """Train on train, early-stop on valid, write the model, importance, predictions and metrics of one collection
+    (`settings`: lgbm_settings(cfg, collection) unless given)."""
     from pipeline import tracking
     from pipeline.scoring.evaluate import evaluate_and_write
 
     watch = Stopwatch()
-    lgbm, kind, slug = cfg.lgbm, collection.kind, collection.slug
-    settings, spec = lgbm[kind], FeatureSpec.from_cfg(lgbm)
+    settings = lgbm_settings(cfg, collection) if settings is None else settings
+    kind, slug, spec = collection.kind, collection.slug, settings.features
     rng = np.random.default_rng(int(cfg.seed))
     data = {split: build_rank_data(iter_split(cfg.paths.pruned_dir, slug, split), kind, spec, limit,
-                                   int(settings.label_grades), int(lgbm.max_query_rows), rng, desc=f"{slug}/{split}",
+                                   settings.label_grades, settings.max_query_rows, rng, desc=f"{slug}/{split}",
                                    total=split_size(cfg.paths.pruned_dir, slug, split))
-            for split, limit in (("train", int(settings.configs_per_graph)),
-                                 ("valid", int(settings.valid_configs_per_graph)))}
-    booster, history = train_ranker(data["train"], data["valid"], lgbm, kind, int(cfg.seed), desc=f"boost {slug}")
-    converged = convergence(booster.best_iteration, history, int(lgbm.early_stopping_rounds))
-    warn_budget(f"lgbm {slug}", converged, int(lgbm.num_boost_round))
+            for split, limit in (("train", settings.configs_per_graph), ("valid", settings.valid_configs_per_graph))}
+    booster, history = train_ranker(data["train"], data["valid"], settings, int(cfg.seed), desc=f"boost {slug}")
+    converged = convergence(booster.best_iteration, history, settings.early_stopping_rounds)
+    warn_budget(f"lgbm {slug}", converged, settings.num_boost_round)
     fit_seconds = watch.elapsed()
 
     model_path = model_file(Path(cfg.paths.models_dir) / MODEL / slug)
@@ -64,11 +65,11 @@ def run(cfg: DictConfig, collection) -> dict:
         booster.save_model(str(tmp), num_iteration=booster.best_iteration or None)
     plots = Path(cfg.paths.plots_dir) / MODEL / slug
     importance = importance_table(booster)
-    write_importance(importance, plots / "importance.csv", plots / "importance.png", int(lgbm.importance_top),
+    write_importance(importance, plots / "importance.csv", plots / "importance.png", settings.importance_top,
                      f"LightGBM {collection.name}: top features by gain")
 
     preds = {split: predict_split(booster, iter_split(cfg.paths.pruned_dir, slug, split), kind, spec,
-                                  int(lgbm.num_threads), desc=f"predict {slug}/{split}",
+                                  settings.num_threads, desc=f"predict {slug}/{split}",
                                   total=split_size(cfg.paths.pruned_dir, slug, split)) for split in PREDICTED_SPLITS}
     for split, split_preds in preds.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, MODEL, slug, split))
@@ -83,7 +84,7 @@ def run(cfg: DictConfig, collection) -> dict:
         wandb_run.summary.update({**extra, **timings, **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS
                                               if s in result}})
         tracking.log_table(wandb_run, "per_graph", pd.DataFrame(result["per_graph"]))
-        tracking.log_table(wandb_run, "importance", plotted_importance(importance, int(lgbm.importance_top))[0])
+        tracking.log_table(wandb_run, "importance", plotted_importance(importance, settings.importance_top)[0])
         tracking.log_image(wandb_run, "importance_plot", plots / "importance.png")
     return result
 
@@ -95,9 +96,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # idle OpenMP threads must not spin on a busy box
     args, cfg = stage_args(__doc__, argv)
-    warn_threads("lgbm.num_threads", int(cfg.lgbm.num_threads))
     collection = Collection.parse(args.collection)
-    result = run(cfg, collection)
+    settings = lgbm_settings(cfg, collection)
+    warn_threads("lgbm.num_threads", settings.num_threads)
+    result = run(cfg, collection, settings)
     print(score_line(MODEL, collection.slug, result, result["seconds"]))
 
 

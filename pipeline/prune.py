@@ -26,6 +26,7 @@ from pipeline.files import atomic_path, write_json
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer
 from pipeline.pruning.graph import GraphResult, prune_file, write_normalized
 from pipeline.pruning.params import PruneParams
+from pipeline.settings.prune import prune_settings
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir,
                              spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
@@ -146,7 +147,7 @@ def write_metrics(report: dict, path: str | Path) -> dict:
 def main(argv=None) -> None:
     args, cfg = stage_args(__doc__, argv)
     collection = Collection.parse(args.collection)
-    params = PruneParams.from_cfg(cfg.prune, collection)
+    params = prune_settings(cfg, collection)
     report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, params)
     summary = write_metrics(report, Path(cfg.paths.metrics_dir) / "prune" / f"{collection.slug}.json")
     print(f"prune {collection.name}: {summary['graphs']} graphs, nodes {summary['nodes']} -> "

@@ -4,7 +4,7 @@ Per collection `<pruned_dir>/<collection slug>/` holds
 - `index.csv`: one row per graph (columns `INDEX_COLUMNS`), sorted by split then graph_id;
 - `normalizer.json`: the node-feature normalisation fitted on train (see pipeline.prune);
 - `<split>/<graph_id>/<array>.npy`: the arrays of `PrunedGraph`, memory-mappable;
-- `report.json`: totals, the settings prune ran with (`prune_hops` resolves `prune.hops` per collection) and the
+- `report.json`: totals, the settings prune ran with (`pipeline.settings.prune` resolves `prune.hops` per collection) and the
   relative runtime spread of identical train configurations (`spread_summary`; `spread_quantile` reads it).
 
 Config rows: on train and valid, duplicate configurations are collapsed (`config_count` says how many original
@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from pipeline.choices import PRUNE_WHOLE_GRAPH
-from pipeline.config import by_search
 from pipeline.files import atomic_path, write_csv
-from pipeline.tpugraphs.dataset import Collection
 
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
                  "configs", "configs_dedup"]
@@ -126,22 +124,6 @@ def iter_split(pruned_dir: str | Path, collection_slug: str, split: str, mmap: b
     table = read_index(pruned_dir, collection_slug)
     for graph_id in table.loc[table["split"] == split, "graph_id"]:
         yield load_pruned_graph(graph_dir(pruned_dir, collection_slug, split, graph_id), mmap=mmap)
-
-
-def prune_hops(value, collection: Collection | None) -> int | None:
-    """`prune.hops` (a number, `all`, or a mapping by search) -> hops for `collection`, None = whole graph."""
-    if isinstance(value, Mapping):
-        if collection is None:
-            raise ValueError(f"prune.hops is set by search ({dict(value)}); a collection is needed to resolve it")
-        if collection.kind == "tile":
-            return None
-        value = by_search(value, "prune.hops", collection.kind, collection.search)
-    if str(value) == WHOLE_GRAPH:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"prune.hops: expected an integer >= 0 or '{WHOLE_GRAPH}', found {value!r}") from None
 
 
 def spread_summary(spreads: Iterable[np.ndarray]) -> dict:

@@ -20,7 +20,8 @@ from typing import Iterable, Mapping, Sequence
 
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
-                              LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, PRUNE_DEDUP_MODES,
+                              LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, LIGHTGBM_XENDCG_GRADES,
+                              PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
                               MODELS)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
@@ -28,7 +29,8 @@ from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch,
 from pipeline.tpugraphs.dataset import COLLECTIONS
 
 GNN_LAYOUT_ONLY = ("node_reduce",)                     # by-search gnn keys only layout models read (no tile entry)
-LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31)
+LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31,
+# a cross-key rule of `validate`)
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
 
 COUNT = Int(low=1)
@@ -202,7 +204,31 @@ def validate(cfg: Mapping) -> None:
                             f"a divisor of 2 * gnn.hidden = {pooled} (cross_attention is on)")
     if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
+    check_gst_norm(gnn, layout_needed)
+    check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
+
+
+def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
+    """gnn.mode=gst trains layout graphs segment by segment: gnn.norm=instance normalises over every node of a
+    graph, which a segment does not see, so no layout entry of gnn.norm may be `instance` then."""
+    if gnn["mode"] != "gst":
+        return
+    norm = gnn["norm"]
+    for search in layout_searches:
+        value = norm.get(search) if isinstance(norm, Mapping) else norm
+        if value == "instance":
+            key = f"gnn.norm.{search}" if isinstance(norm, Mapping) else "gnn.norm"
+            raise SettingsError(key, value, "layer or none when gnn.mode=gst (instance normalises over every node of "
+                                            "a graph, which a segment does not see)")
+
+
+def check_label_grades(lgbm: Mapping) -> None:
+    """rank_xendcg computes its gain 2^label in a 32-bit int: at most LIGHTGBM_XENDCG_GRADES grades."""
+    for kind in ("tile", "layout"):
+        if lgbm[kind]["objective"] == "rank_xendcg" and lgbm[kind]["label_grades"] > LIGHTGBM_XENDCG_GRADES:
+            raise SettingsError(f"lgbm.{kind}.label_grades", lgbm[kind]["label_grades"],
+                                f"an integer 2..{LIGHTGBM_XENDCG_GRADES} for objective rank_xendcg")
 
 
 def check_synthesized_by(data: Mapping) -> None:

@@ -42,14 +42,13 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
     out = Path(cfg.paths.synthetic_dir)
     if cfg.data.kind != "synthetic":
         raise ValueError(not_generated(cfg))
-    builder = cfg.data.generator.builder
-    if builder == PROGRAMS:
-        settings = programs.ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
-        return programs.build(settings, list(cfg.data.collections), out, progress=progress)
-    if builder == TEMPLATES:
-        return synthesize(Settings.from_cfg(cfg.data.generator, cfg.synthesize), list(cfg.data.collections), out,
-                          progress=progress)
-    raise ValueError(f"data.generator.builder: expected one of {list(BUILDERS)}, got {builder!r}")
+    generator, collections = cfg.data.generator, list(cfg.data.collections)
+    builders = {      # BUILDERS (the schema checked data.generator.builder through data.synthesized_by)
+        PROGRAMS: lambda: programs.build(programs.ProgramSettings.from_cfg(generator, cfg.synthesize), collections,
+                                         out, progress=progress),
+        TEMPLATES: lambda: synthesize(Settings.from_cfg(generator, cfg.synthesize), collections, out,
+                                      progress=progress)}
+    return builders[generator.builder]()
 
 
 def format_stats(summary: dict) -> str:

@@ -32,9 +32,10 @@ def start_run(cfg: DictConfig, stage: str, collection: str | None = None) -> Ite
 
     The environment variable WANDB_MODE, when set, wins over cfg.wandb.mode (tests and CI set it).
     """
-    mode = os.environ.get("WANDB_MODE") or cfg.wandb.mode
-    if mode not in WANDB_MODES:
-        raise ValueError(f"wandb.mode={mode!r}; expected one of {WANDB_MODES}")
+    environment = os.environ.get("WANDB_MODE")
+    if environment and environment not in WANDB_MODES:        # cfg.wandb.mode: the schema checked it
+        raise ValueError(f"environment variable WANDB_MODE={environment!r}; expected one of {WANDB_MODES}")
+    mode = environment or cfg.wandb.mode
     if mode == "disabled":              # no run: skip wandb's import and start-up (seconds per stage)
         yield NullRun()
         return

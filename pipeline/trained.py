@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from pipeline.choices import MODELS
 from pipeline.config import data_fingerprint
@@ -20,8 +20,8 @@ from pipeline.errors import PipelineError
 from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
-from pipeline.pruning.params import PruneParams
 from pipeline.scoring.evaluate import metrics_file
+from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection, load_graph
 
 SPLIT = "test"          # new graphs are pruned like test graphs: no de-duplication, every config kept in order
@@ -39,8 +39,7 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
         if not needed.is_file():
             raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
     saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
-    prune_cfg = OmegaConf.merge(cfg.prune, {key: saved[key] for key in ("hops", "pad_value", "dedup")})
-    params = PruneParams.from_cfg(prune_cfg, collection)
+    params = prune_settings(cfg, collection, saved)
     work_dir.mkdir(parents=True, exist_ok=True)
     result = prune_file(path, collection, SPLIT, str(path), params, work_dir)
     if result.error is not None:
@@ -59,13 +58,16 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
             from pipeline.heuristic_model.scores import graph_scores
             return graph_scores(load_graph(path, collection, SPLIT), collection.kind, cfg.heuristic.chunk_size)
         if model == "lgbm":
-            from pipeline.features.table import FeatureSpec
             from pipeline.lgbm_model.infer import load_booster, predict_graph
-            return predict_graph(load_booster(model_dir), graph, collection.kind, FeatureSpec.from_cfg(cfg.lgbm),
-                                 int(cfg.lgbm.num_threads))
+            from pipeline.settings.lgbm import lgbm_settings
+            settings = lgbm_settings(cfg, collection)
+            return predict_graph(load_booster(model_dir), graph, collection.kind, settings.features,
+                                 settings.num_threads)
         if model == "gnn":
             from pipeline.graphnet.scoring import seed_ensemble_scores
-            return seed_ensemble_scores(cfg.gnn, int(cfg.seed), model_dir, collection.kind, [graph])[graph.graph_id]
+            from pipeline.settings.gnn import gnn_settings
+            return seed_ensemble_scores(gnn_settings(cfg, collection), model_dir, collection.kind,
+                                        [graph])[graph.graph_id]
     except FileNotFoundError as error:
         raise PredictError(f"{error} ({collection.slug})") from None
     raise PredictError(f"--model {model!r}: expected one of {MODELS}")

@@ -6,9 +6,30 @@ import torch
 from omegaconf import OmegaConf
 
 from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.pruned import PrunedGraph
+from pipeline.graphnet.settings import GnnSettings
+from pipeline.settings.gnn import gnn_settings, infer_settings, model_spec, train_settings
+from pipeline.tpugraphs.dataset import Collection
 
 FEAT_DIM = 6
+LAYOUT = Collection.parse("layout:xla:random")    # the collection whose settings the tests' gnn groups give
+TILE = Collection.parse("tile:xla")
+
+
+def spec_of(gnn, kind: str = "layout", node_feat_dim: int = FEAT_DIM) -> ModelSpec:
+    """The model spec a (partial) `gnn` group gives a layout (random search) or tile collection."""
+    return model_spec(gnn, LAYOUT if kind == "layout" else TILE, node_feat_dim)
+
+
+def settings_of(gnn, seed: int = 0) -> GnnSettings:
+    """The GnnSettings a `gnn` group (with global `seed`) gives a layout collection of the random search."""
+    return gnn_settings(OmegaConf.create({"gnn": gnn, "seed": seed, "prune": {"hops": 1}}), LAYOUT)
+
+
+def train_of(gnn) -> TrainSettings:
+    """The training settings a (partial) `gnn` group gives a layout collection of the random search."""
+    return train_settings(gnn, LAYOUT, infer_settings(gnn))
 
 
 def make_layout_graph(graph_id: str = "g0", split: str = "train", n_nodes: int = 7, n_configs: int = 12,
@@ -79,7 +100,7 @@ def layout_model(norm: str = "layer", seed: int = 0, **overrides):
                                 edge_mismatch=True, node_reduce="sum", cross_mixer="center", cross_pooled=True,
                                 pooled_head=True) | overrides)
     torch.manual_seed(seed)
-    model = build_model(ModelSpec.from_cfg("layout", FEAT_DIM, gnn))
+    model = build_model(spec_of(gnn))
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.3 * torch.randn_like(p))
@@ -93,5 +114,6 @@ def gnn_cfg(**overrides):
                 min_gap=0.0, lr=3e-3, weight_decay=1e-5, warmup_frac=0.1, schedule="cosine", lr_patience=2, lr_decay=0.5,
                 epochs=4, patience=10, min_delta=0.0, seeds=[0], steps_per_epoch=None,
                 graphs_per_step=2, configs_per_graph=6, grad_clip=1.0, tta=2, infer_batch=5, valid_max_configs=6,
-                device="cpu", amp=False, resume=False, mode="pruned")
+                device="cpu", amp=False, resume=False, mode="pruned", num_threads=1, infer_chunk_mb=None,
+                min_gap_quantile=None)
     return OmegaConf.create(base | overrides)

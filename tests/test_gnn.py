@@ -15,11 +15,11 @@ from pruned_graphs import make_layout_graph, make_tile_graph
 from pipeline import gnn as gnn_stage
 from pipeline.config import compose, repo_root
 from pipeline.graphnet.checkpoint import load_checkpoint, load_model
-from pipeline.graphnet.model import ModelSpec
 from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.files import write_json
 from pipeline.pruned import REPORT_FILE, save_pruned_graph, spread_summary, write_index
+from pipeline.settings.gnn import gnn_settings, model_spec
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.settings_types import SettingsError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM
@@ -162,30 +162,33 @@ def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse("layout-nlp-default")
     write_collection(tmp_path, collection)
-    with pytest.raises(ValueError, match="gnn.norm=layer or none"):
+    with pytest.raises(SystemExit, match=r"setting gnn.norm='instance': expected layer or none when gnn.mode=gst"):
         gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
 
 
-def settings_for(gnn, slug: str) -> TrainSettings:
-    collection = Collection.parse(slug)
-    return TrainSettings.from_cfg(gnn, collection.kind, collection.search)
+def settings_for(cfg, slug: str) -> TrainSettings:
+    return gnn_settings(cfg, Collection.parse(slug)).train
+
+
+def spec_for(gnn, slug: str):
+    return model_spec(gnn, Collection.parse(slug), 4)
 
 
 def test_configs_per_graph_by_search():
     cfg = compose(["gnn.configs_per_graph.random=32", "gnn.configs_per_graph.default=16"])
-    assert settings_for(cfg.gnn, "layout-nlp-random").configs_per_graph == 32
-    assert settings_for(cfg.gnn, "layout-nlp-default").configs_per_graph == 16
-    assert settings_for(compose(["gnn.configs_per_graph=8"]).gnn, "tile-xla").configs_per_graph == 8
+    assert settings_for(cfg, "layout-nlp-random").configs_per_graph == 32
+    assert settings_for(cfg, "layout-nlp-default").configs_per_graph == 16
+    assert settings_for(compose(["gnn.configs_per_graph=8"]), "tile-xla").configs_per_graph == 8
 
 
 def test_node_reduce_and_budget_by_search():
-    cfg = compose([]).gnn                              # conf: node_reduce {random: mean, default: sum}, no tile entry
-    assert ModelSpec.from_cfg("layout", 4, cfg, "random").node_reduce == "mean"
-    assert ModelSpec.from_cfg("layout", 4, cfg, "default").node_reduce == "sum"
-    assert ModelSpec.from_cfg("tile", 4, cfg, None).node_reduce is None        # tile models have no node reduction
+    cfg = compose([])                                  # conf: node_reduce {random: mean, default: sum}, no tile entry
+    assert spec_for(cfg.gnn, "layout-xla-random").node_reduce == "mean"
+    assert spec_for(cfg.gnn, "layout-xla-default").node_reduce == "sum"
+    assert spec_for(cfg.gnn, "tile-xla").node_reduce is None        # tile models have no node reduction
     assert [settings_for(cfg, s).epochs for s in ("tile-xla", "layout-xla-random", "layout-nlp-default")] == [60, 100, 60]
-    one = compose(["gnn.node_reduce=sum", "gnn.epochs=7"]).gnn    # one value for every collection still works
-    assert ModelSpec.from_cfg("layout", 4, one, "random").node_reduce == "sum"
+    one = compose(["gnn.node_reduce=sum", "gnn.epochs=7"])         # one value for every collection still works
+    assert spec_for(one.gnn, "layout-xla-random").node_reduce == "sum"
     assert settings_for(one, "layout-nlp-random").epochs == settings_for(one, "tile-xla").epochs == 7
     with pytest.raises(SettingsError, match=r"gnn.epochs=.*missing \['tile'\]"):
         compose(["~gnn.epochs.tile"])
@@ -195,15 +198,15 @@ def test_node_reduce_and_budget_by_search():
 
 def test_learning_rate_and_norm_by_collection_kind_or_one_number():
     cfg = compose(["gnn.lr.tile=0.5", "gnn.lr.default=0.25"])
-    assert settings_for(cfg.gnn, "tile-xla").lr == 0.5
-    assert settings_for(cfg.gnn, "layout-xla-default").lr == 0.25
-    assert settings_for(compose(["gnn.lr=0.125"]).gnn, "tile-xla").lr == 0.125
+    assert settings_for(cfg, "tile-xla").lr == 0.5
+    assert settings_for(cfg, "layout-xla-default").lr == 0.25
+    assert settings_for(compose(["gnn.lr=0.125"]), "tile-xla").lr == 0.125
     gst = compose(["gnn=gst"]).gnn                     # the GST preset: layer norm for layout, tile keeps instance
-    assert ModelSpec.from_cfg("tile", 4, gst, None).norm == "instance"
-    assert ModelSpec.from_cfg("layout", 4, gst, "random").norm == "layer"
-    assert ModelSpec.from_cfg("tile", 4, compose([]).gnn, None).norm == "instance"
+    assert spec_for(gst, "tile-xla").norm == "instance"
+    assert spec_for(gst, "layout-xla-random").norm == "layer"
+    assert spec_for(compose([]).gnn, "tile-xla").norm == "instance"
     with pytest.raises(ValueError, match="no entry 'random'"):      # the schema allows it for tile/default-only data
-        settings_for(compose(["~gnn.lr.random", "data.collections=[tile-xla,layout-nlp-default]"]).gnn,
+        settings_for(compose(["~gnn.lr.random", "data.collections=[tile-xla,layout-nlp-default]"]),
                      "layout-nlp-random")
 
 
@@ -242,7 +245,8 @@ def test_seed_members_are_distinct_and_the_stage_averages_their_ranks(tmp_path, 
     assert (meta_a["member"], meta_b["member"], meta_a["seed"]) == (0, 3, 1)
     assert any(not torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
     for split in ("valid", "test"):
-        members = [gnn_stage.predict_split(cfg, collection, model, split, member_seed(1, m))
+        members = [gnn_stage.predict_split(cfg, collection, gnn_settings(cfg, collection), model, split,
+                                           member_seed(1, m))
                    for model, m in ((a, 0), (b, 3))]
         assert any(not np.array_equal(members[0][g], members[1][g]) for g in members[0])
         stage = load_predictions(predictions_path(tmp_path / "predictions", "gnn", collection.slug, split))

@@ -11,7 +11,7 @@ from conftest import ROOT, in_split, make_tile_arrays, write_npz
 
 from pipeline.config import compose
 from pipeline.prune import prune_collection
-from pipeline.pruning.params import PruneParams
+from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection
 
 SLUG = "tile-xla"
@@ -27,7 +27,7 @@ def test_stale_temp_of_a_killed_run_is_removed(tmp_path):
     root = tile_tree(tmp_path / "data")
     stale = tmp_path / "pruned" / f"{SLUG}.tmp"
     (stale / "train" / "half_written").mkdir(parents=True)
-    params = PruneParams.from_cfg(compose(["data=programs_ci"]).prune, Collection.parse(SLUG))
+    params = prune_settings(compose(["data=programs_ci"]), Collection.parse(SLUG))
     prune_collection(root, SLUG, tmp_path / "pruned", params)
     assert not stale.exists() and (tmp_path / "pruned" / SLUG / "index.csv").exists()
 

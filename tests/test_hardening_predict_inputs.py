@@ -13,7 +13,8 @@ from conftest import write_layout_splits
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose, data_fingerprint
-from pipeline.prune import PruneParams, prune_collection
+from pipeline.prune import prune_collection
+from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection
 
 SLUG = "layout-xla-random"
@@ -29,7 +30,7 @@ def setup(tmp_path_factory):
                  *(f"paths.{key}={base / key}" for key in ("pruned_dir", "models_dir", "metrics_dir")),
                  f"predict.run_dir={base / 'runs'}"]
     cfg = compose(overrides)
-    prune_collection(cfg.data.root, SLUG, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune, Collection.parse(SLUG)))
+    prune_collection(cfg.data.root, SLUG, cfg.paths.pruned_dir, prune_settings(cfg, Collection.parse(SLUG)))
     graph = shutil.copy(base / "data/npz/layout/xla/random/test/c.npz", base / "new.npz")
     return overrides, Path(graph), base
 

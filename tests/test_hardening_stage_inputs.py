@@ -7,7 +7,8 @@ from conftest import write_layout_splits
 from entry_points import error_line, run_entry, written
 
 from pipeline.config import compose
-from pipeline.prune import PruneParams, prune_collection
+from pipeline.prune import prune_collection
+from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection
 
 SLUG = "layout-xla-random"
@@ -35,7 +36,7 @@ def test_a_diverging_gnn_stops_at_the_first_non_finite_loss_naming_gnn_lr(tmp_pa
                  *(f"paths.{key}={tmp_path / key}" for key in ("pruned_dir", "models_dir", "predictions_dir",
                                                                "metrics_dir", "plots_dir"))]
     cfg = compose(overrides)
-    prune_collection(cfg.data.root, SLUG, cfg.paths.pruned_dir, PruneParams.from_cfg(cfg.prune, Collection.parse(SLUG)))
+    prune_collection(cfg.data.root, SLUG, cfg.paths.pruned_dir, prune_settings(cfg, Collection.parse(SLUG)))
     line = error_line(run_entry("pipeline.gnn", "--collection", SLUG, *overrides, "gnn.lr=1e9", "gnn.seeds=[0]",
                                 "gnn.epochs=20", "gnn.num_threads=1"))
     assert line.startswith("error: training diverged: the loss is nan at epoch ") and line.endswith(

@@ -15,6 +15,7 @@ from pipeline.config import compose
 from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.prune import main, prune_collection
 from pipeline.pruning.params import PruneParams
+from pipeline.settings.prune import prune_settings
 from pipeline.pruned import iter_split, load_pruned_graph
 from pipeline.synthesize import run as synthesize
 from pipeline.tpugraphs.dataset import Collection, load_graph
@@ -55,19 +56,7 @@ def build_layout(root: Path, n_graphs: int = 2) -> Path:
 
 
 def params(**overrides) -> PruneParams:
-    return dataclasses.replace(PruneParams.from_cfg(compose(["data=programs_ci"]).prune, Collection.parse(LAYOUT)),
-                               **overrides)
-
-
-def test_hops_by_search_resolve_per_collection():
-    cfg = compose(["data=programs_ci", "prune.hops={random: all, default: 2}"]).prune
-    assert PruneParams.from_cfg(cfg, Collection.parse("layout-xla-random")).hops is None
-    assert PruneParams.from_cfg(cfg, Collection.parse("layout-nlp-default")).hops == 2
-    assert PruneParams.from_cfg(cfg, Collection.parse("tile-xla")).hops is None       # tile graphs: always whole
-    with pytest.raises(ValueError, match="prune.hops is set by search .* a collection is needed"):
-        PruneParams.from_cfg(cfg)
-    plain = compose(["data=programs_ci", "prune.hops=3"]).prune
-    assert PruneParams.from_cfg(plain).hops == 3 == PruneParams.from_cfg(plain, Collection.parse(LAYOUT)).hops
+    return dataclasses.replace(prune_settings(compose(["data=programs_ci"]), Collection.parse(LAYOUT)), **overrides)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from pipeline.config import compose, load_cfg
-from pipeline.settings_schema import (GNN_DEVICES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
+from pipeline.settings_schema import (GNN_DEVICES, GNN_MIXERS, GNN_NORMS,
                                       GST_SEGMENTATIONS, check_overrides, known_keys, validate)
 from pipeline.settings_types import SettingsError
 
@@ -134,7 +134,6 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
     from pipeline.ensembling.blend import WEIGHTINGS
     from pipeline.features.table import ALL_GROUPS, NODE_STATS
     from pipeline.graphnet.attention import MIXERS
-    from pipeline.graphnet.gst import TRAINING_MODES
     from pipeline.graphnet.layers import NORMS
     from pipeline.graphnet.losses import LOSSES
     from pipeline.graphnet.model import REDUCTIONS
@@ -146,16 +145,17 @@ def test_the_libraries_act_on_the_choices_the_schema_checks():
     from pipeline.pruning.dedup import DEDUP_MODES
     from pipeline.synthesize import BUILDERS
 
-    used = (NORMS, REDUCTIONS, LOSSES, TRAINING_MODES, SCHEDULES, SEGMENTATIONS, WHOLE_GRAPH, DEDUP_MODES, ALL_GROUPS,
+    used = (NORMS, REDUCTIONS, LOSSES, SCHEDULES, SEGMENTATIONS, WHOLE_GRAPH, DEDUP_MODES, ALL_GROUPS,
             OBJECTIVES, LABEL_GAINS, WEIGHTINGS, BUILDERS)
-    declared = (choices.GNN_NORMS, choices.GNN_REDUCTIONS, choices.GNN_LOSSES, choices.GNN_MODES,
+    declared = (choices.GNN_NORMS, choices.GNN_REDUCTIONS, choices.GNN_LOSSES,
                 choices.GNN_SCHEDULES, choices.GST_SEGMENTATIONS, choices.PRUNE_WHOLE_GRAPH,
                 choices.PRUNE_DEDUP_MODES, choices.LGBM_FEATURE_GROUPS, choices.LGBM_OBJECTIVES,
                 choices.LGBM_LABEL_GAINS, choices.ENSEMBLE_WEIGHTINGS, choices.SYNTH_BUILDERS)
     assert all(a is b for a, b in zip(used, declared, strict=True))
     assert (tuple(MIXERS), tuple(NODE_STATS)) == (choices.GNN_MIXERS, choices.LGBM_NODE_STATS)
-    assert (GNN_NORMS, GNN_MIXERS, GNN_MODES, GST_SEGMENTATIONS) == (NORMS, tuple(MIXERS), TRAINING_MODES, SEGMENTATIONS)
-    assert [pick_device(d).type for d in GNN_DEVICES if d != "cuda"] and pytest.raises(ValueError, pick_device, "tpu")
+    assert (GNN_NORMS, GNN_MIXERS, GST_SEGMENTATIONS) == (NORMS, tuple(MIXERS), SEGMENTATIONS)
+    assert GNN_DEVICES == ("auto", "cpu", "cuda") and pick_device("cpu").type == "cpu"
+    assert pick_device("auto").type in ("cpu", "cuda")
     from pipeline.tuning.scorers import MODELS as TUNING_MODELS
     from pipeline.tuning.search import ALGORITHMS
 

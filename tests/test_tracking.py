@@ -55,7 +55,8 @@ def test_disabled_mode_writes_nothing(wandb_env):
     assert not (wandb_env / "wb").exists()
 
 
-def test_bad_mode_is_rejected(wandb_env):
-    with pytest.raises(ValueError, match="wandb.mode"):
-        with tracking.start_run(cfg_for(wandb_env, "sometimes"), "heuristic"):
+def test_bad_mode_from_the_environment_is_rejected(wandb_env, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "sometimes")          # wandb.mode itself: the schema checks it
+    with pytest.raises(ValueError, match="environment variable WANDB_MODE='sometimes'"):
+        with tracking.start_run(cfg_for(wandb_env, "disabled"), "heuristic"):
             pass

@@ -28,8 +28,6 @@ def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
         from scipy.stats import rankdata          # lazily: scipy.stats takes seconds to import
 
         scores = rankdata(scores, method="average")
-    elif method != "minmax":
-        raise ValueError(f"ensemble.normalize={method!r}; expected 'minmax' or 'rank'")
     span = scores.max() - scores.min()
     return (scores - scores.min()) / span if span > 0 else np.zeros_like(scores)
 
@@ -70,8 +68,6 @@ def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, 
     """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
     if weighting == "equal":
         return np.full(len(members), 1.0 / len(members))
-    if weighting != "grid":
-        raise ValueError(f"ensemble.weighting={weighting!r}; expected one of {list(WEIGHTINGS)}")
     return choose_weights(kind, members, truth, step, method)[0]
 
 

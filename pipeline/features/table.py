@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
-from omegaconf import DictConfig
 
 from pipeline.choices import LGBM_FEATURE_GROUPS, LGBM_GRAPH_GROUPS, LGBM_NODE_STATS
 from pipeline.features import layout as features_layout, tile as features_tile
@@ -33,27 +32,13 @@ NODE_STATS = dict(zip(LGBM_NODE_STATS, (np.mean, np.std, np.min, np.max)))
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """Which features to compute and how (from the `lgbm` config group)."""
+    """Which features to compute and how (from the `lgbm` config group: `pipeline.settings.lgbm.feature_spec`)."""
 
     groups: frozenset[str]            # enabled feature groups (names in ALL_GROUPS)
     node_stats: tuple[str, ...]       # statistics of node_feat columns (names in NODE_STATS)
     max_perm_rank: int                # layout_perm: largest rank with its own permutation columns
     feature_chunk: int                # configurations featurised at once
 
-    @classmethod
-    def from_cfg(cls, lgbm: DictConfig) -> FeatureSpec:
-        """Read lgbm.features (group -> bool), lgbm.node_stats, lgbm.max_perm_rank, lgbm.feature_chunk."""
-        unknown = set(lgbm.features) - set(ALL_GROUPS)
-        if unknown:
-            raise ValueError(f"lgbm.features: unknown groups {sorted(unknown)}; expected some of {ALL_GROUPS}")
-        bad_stats = set(lgbm.node_stats) - set(NODE_STATS)
-        if bad_stats:
-            raise ValueError(f"lgbm.node_stats: unknown {sorted(bad_stats)}; expected some of {list(NODE_STATS)}")
-        if int(lgbm.feature_chunk) < 1:
-            raise ValueError(f"lgbm.feature_chunk: expected >= 1, found {lgbm.feature_chunk}")
-        return cls(groups=frozenset(g for g, on in lgbm.features.items() if on),
-                   node_stats=tuple(lgbm.node_stats), max_perm_rank=int(lgbm.max_perm_rank),
-                   feature_chunk=int(lgbm.feature_chunk))
 
 
 def graph_feature_names(kind: str, n_node_feat: int, spec: FeatureSpec) -> list[str]:

@@ -59,8 +59,6 @@ class ConfigSelfAttention(nn.Module):
 
     def __init__(self, dim: int, heads: int, dropout: float):
         super().__init__()
-        if dim % heads:
-            raise ValueError(f"attention width {dim} is not divisible by gnn.attention_heads={heads}")
         self.norm1 = nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
         self.norm2 = nn.LayerNorm(dim)

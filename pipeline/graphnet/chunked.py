@@ -39,8 +39,6 @@ FLOAT_BYTES = 4
 
 def chunk_configs(n_nodes: int, hidden: int, chunk_mb: float) -> int:
     """Configs per chunk so that one chunk's node states `[nodes, chunk, hidden]` float32 take about chunk_mb MB."""
-    if chunk_mb <= 0:
-        raise ValueError(f"gnn.infer_chunk_mb={chunk_mb}; expected > 0")
     return max(1, int(chunk_mb * 2 ** 20 // max(1, n_nodes * hidden * FLOAT_BYTES)))
 
 

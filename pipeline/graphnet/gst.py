@@ -30,18 +30,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.choices import GNN_MODES
 from pipeline.graphnet.data import sample_configs
 from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.segments import SEGMENTATIONS, Segment, build_segments, segment_configs
 from pipeline.pruned import PrunedGraph
 
-TRAINING_MODES = GNN_MODES
-
 
 @dataclass(frozen=True)
 class GSTSettings:
-    """The `gnn.gst` config group."""
+    """The `gnn.gst` config group (`pipeline.settings.gnn.gst_settings`: None unless gnn.mode=gst on layout
+    graphs; the schema refuses gnn.norm=instance there, which normalises over nodes a segment does not see)."""
 
     segment_size: int           # most nodes per segment
     segmentation: str           # one of SEGMENTATIONS: contiguous | node_splits
@@ -49,30 +47,6 @@ class GSTSettings:
     stale_dropout: float        # probability of dropping a historical segment summary (per step, shared by configs)
     finetune_epochs: int        # prediction-head-only epochs at the end
     finetune_lr_scale: float    # their learning rate, as a fraction of the peak learning rate
-
-    @classmethod
-    def from_cfg(cls, gst) -> "GSTSettings":
-        settings = cls(segment_size=int(gst.segment_size), segmentation=str(gst.segmentation),
-                       segments_per_step=int(gst.segments_per_step), stale_dropout=float(gst.stale_dropout),
-                       finetune_epochs=int(gst.finetune_epochs), finetune_lr_scale=float(gst.finetune_lr_scale))
-        if settings.segment_size < 1 or settings.segments_per_step < 1 or settings.finetune_epochs < 0:
-            raise ValueError(f"gnn.gst: segment_size and segments_per_step must be >= 1 and finetune_epochs >= 0, "
-                             f"found {settings}")
-        if not 0.0 <= settings.stale_dropout < 1.0:
-            raise ValueError(f"gnn.gst.stale_dropout={settings.stale_dropout}; expected 0 <= p < 1")
-        if settings.segmentation not in SEGMENTATIONS:
-            raise ValueError(f"gnn.gst.segmentation={settings.segmentation!r}; expected one of {SEGMENTATIONS}")
-        return settings
-
-
-def check_model(model: nn.Module) -> None:
-    """GST needs a layout model whose node states do not depend on nodes outside a segment's halo."""
-    spec = getattr(model, "spec", None)
-    if spec is None or spec.kind != "layout":
-        raise ValueError("gnn.mode=gst trains layout models only (tile graphs are small and always kept whole)")
-    if spec.norm == "instance":
-        raise ValueError("gnn.mode=gst needs gnn.norm=layer or none: gnn.norm=instance normalises over every node "
-                         "of a graph, which a segment does not see")
 
 
 class SegmentCache:
@@ -219,7 +193,6 @@ class GSTTrainer:
     """
 
     def __init__(self, model: nn.Module, settings: GSTSettings, segments: SegmentCache):
-        check_model(model)
         self.model, self.settings, self.segments = model, settings, segments
         self.table, self.cycles = HistoricalTable(), SegmentCycles()
         self.finetune = False
@@ -252,13 +225,3 @@ class GSTTrainer:
         self.table.load_state_dict(state["table"])
         self.cycles.load_state_dict(state["cycles"])
 
-
-def gst_settings(gnn, kind: str) -> GSTSettings | None:
-    """The GST settings of the `gnn` group when gnn.mode=gst and the collection `kind` is layout (tile graphs train
-    whole), else None."""
-    mode = str(gnn.mode)
-    if mode not in TRAINING_MODES:
-        raise ValueError(f"gnn.mode={mode!r}; expected one of {TRAINING_MODES}")
-    if mode != "gst" or kind != "layout":
-        return None
-    return GSTSettings.from_cfg(gnn.gst)

@@ -30,9 +30,6 @@ class InferSettings:
     tta: int                    # random config orderings averaged
     amp: bool                   # bf16 autocast on CUDA
 
-    @classmethod
-    def from_cfg(cls, gnn) -> "InferSettings":
-        return cls(infer_batch=int(gnn.infer_batch), tta=int(gnn.tta), amp=bool(gnn.amp))   # checked by tta_batches
 
 
 def autocast(device: torch.device, amp: bool):
@@ -48,8 +45,6 @@ def tta_batches(n: int, tta: int, infer_batch: int, rng: np.random.Generator) ->
     Every position appears exactly `tta` times (once per ordering). Near-equal batches avoid a tiny last batch,
     in which the configs would have few others to compare with.
     """
-    if tta < 1 or infer_batch < 1:
-        raise ValueError(f"gnn.tta={tta} and gnn.infer_batch={infer_batch} must be >= 1")
     n_batches = max(1, -(-n // infer_batch))
     batches = []
     for _ in range(tta):

@@ -21,14 +21,6 @@ from pipeline.predictions import Predictions
 MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/model.pt (checkpoint.pt: checkpoints_dir)
 
 
-def member_seeds(seeds: Sequence[int], where: str = "gnn.seeds") -> list[int]:
-    """The member seeds as ints: a non-empty list without repeats, else ValueError naming `where`."""
-    members = [int(s) for s in seeds]
-    if not members or len(set(members)) != len(members) or min(members) < 0:
-        raise ValueError(f"{where}={list(seeds)}: expected a non-empty list of distinct seeds >= 0")
-    return members
-
-
 def member_seed(seed: int, member: int) -> int:
     """The 31-bit seed of member `member` in a run with global `seed` (SeedSequence((seed, member)))."""
     return int(np.random.SeedSequence([int(seed), int(member)]).generate_state(1)[0] >> 1)

@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from pipeline.choices import GNN_REDUCTIONS
-from pipeline.config import by_search
 from pipeline.graphnet.attention import MIXERS, ConfigSelfAttention
 from pipeline.graphnet.chunked import chunk_configs, chunked_summary
 from pipeline.graphnet.data import GraphTensors
@@ -29,7 +28,8 @@ REDUCTIONS = GNN_REDUCTIONS
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Everything needed to rebuild a model (stored with its weights)."""
+    """Everything needed to rebuild a model (stored with its weights); from the `gnn` group by
+    `pipeline.settings.gnn.model_spec`."""
 
     kind: str
     node_feat_dim: int
@@ -48,27 +48,6 @@ class ModelSpec:
     edge_mismatch: bool       # layout: per-node counts of mismatched (copy) edges under the config
     node_reduce: str | None   # layout: one of REDUCTIONS, of the per-node scalar head over nodes (tile: None)
     pooled_head: bool         # layout: add the MLP head on mean+max pooled nodes
-
-    @classmethod
-    def from_cfg(cls, kind: str, node_feat_dim: int, gnn, search: str | None = None) -> "ModelSpec":
-        """Build from the `gnn` config group (every key required: conf/gnn holds the values); `gnn.norm` may be
-        given by search (`by_search`), hence the collection's `search`; so may `gnn.node_reduce`, which only layout
-        models read (tile: None, no tile entry needed)."""
-        node_reduce = None if kind == "tile" else str(by_search(gnn.node_reduce, "gnn.node_reduce", kind, search))
-        spec = cls(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden),
-                   opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim),
-                   layers=int(gnn.layers), dropout=float(gnn.dropout),
-                   norm=str(by_search(gnn.norm, "gnn.norm", kind, search)),
-                   residual=bool(gnn.residual), cross_attention=bool(gnn.cross_attention),
-                   attention_heads=int(gnn.attention_heads), cross_mixer=str(gnn.cross_mixer),
-                   cross_pooled=bool(gnn.cross_pooled), effective_layout=bool(gnn.effective_layout),
-                   edge_mismatch=bool(gnn.edge_mismatch), node_reduce=node_reduce,
-                   pooled_head=bool(gnn.pooled_head))
-        if spec.cross_mixer not in MIXERS:
-            raise ValueError(f"gnn.cross_mixer={spec.cross_mixer!r}; expected one of {tuple(MIXERS)}")
-        if kind != "tile" and spec.node_reduce not in REDUCTIONS:
-            raise ValueError(f"gnn.node_reduce={spec.node_reduce!r}; expected one of {REDUCTIONS}")
-        return spec
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from pipeline.graphnet import checkpoint as ckpt
-from pipeline.graphnet.gst import SegmentCache, gst_settings
-from pipeline.graphnet.infer import InferSettings, predict_graphs
-from pipeline.graphnet.members import member_dir, member_seed, member_seeds, rank_mean
+from pipeline.graphnet.gst import SegmentCache
+from pipeline.graphnet.infer import predict_graphs
+from pipeline.graphnet.members import member_dir, member_seed, rank_mean
+from pipeline.graphnet.settings import GnnSettings
 from pipeline.graphnet.train_loop import pick_device
 from pipeline.predictions import Predictions
 from pipeline.pruned import PrunedGraph
@@ -32,22 +33,22 @@ def load_member(model_dir: str | Path, member: int, device: torch.device, infer_
     return net
 
 
-def member_predictions(model: nn.Module, kind: str, graphs: Sequence[PrunedGraph], gnn, seed: int,
-                       device: torch.device, progress: bool = False) -> Predictions:
-    """One member's scores of every config of `graphs` (TTA orderings from the member's `seed`; settings: the
-    `gnn` group)."""
-    gst = gst_settings(gnn, kind)
+def member_predictions(model: nn.Module, kind: str, graphs: Sequence[PrunedGraph], settings: GnnSettings,
+                       seed: int, device: torch.device, progress: bool = False) -> Predictions:
+    """One member's scores of every config of `graphs` (TTA orderings from the member's `seed`; `settings.infer`,
+    GST segments when `settings.gst`)."""
+    gst = settings.gst
     segments = None if gst is None else SegmentCache(gst, model.spec.layers + 1, device, keep=False)
-    return predict_graphs(model.to(device), kind, graphs, InferSettings.from_cfg(gnn), seed, device,
+    return predict_graphs(model.to(device), kind, graphs, settings.infer, seed, device,
                           progress=progress, segments=segments)
 
 
-def seed_ensemble_scores(gnn, seed: int, model_dir: str | Path, kind: str,
+def seed_ensemble_scores(settings: GnnSettings, model_dir: str | Path, kind: str,
                          graphs: Sequence[PrunedGraph]) -> Predictions:
-    """Every member of gnn.seeds (global `seed`) loaded from `model_dir`, scoring `graphs`, rank-averaged as stage
-    gnn averages them."""
-    device = pick_device(str(gnn.device))
-    members = [member_predictions(load_member(model_dir, member, device, gnn.infer_chunk_mb), kind, graphs, gnn,
-                                  member_seed(int(seed), member), device)
-               for member in member_seeds(gnn.seeds)]
+    """Every member of gnn.seeds (`settings.members`) loaded from `model_dir`, scoring `graphs`, rank-averaged as
+    stage gnn averages them."""
+    device = pick_device(settings.device)
+    members = [member_predictions(load_member(model_dir, member, device, settings.infer_chunk_mb), kind, graphs,
+                                  settings, member_seed(settings.seed, member), device)
+               for member in settings.members]
     return rank_mean(members)

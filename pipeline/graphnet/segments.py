@@ -63,10 +63,6 @@ def segment_bounds(n_nodes: int, segment_size: int, segmentation: str,
         node_splits: ORIGINAL node ids starting the HLO computations (`node_splits` of the npz), for `node_splits`.
         node_ids: [nodes] ascending original id of each graph node (pruned graphs), for `node_splits`.
     """
-    if segment_size < 1:
-        raise ValueError(f"gst.segment_size={segment_size}; expected >= 1")
-    if segmentation not in SEGMENTATIONS:
-        raise ValueError(f"gst.segmentation={segmentation!r}; expected one of {SEGMENTATIONS}")
     if n_nodes == 0:
         return np.zeros(1, np.int64)
     if segmentation == "node_splits":

@@ -26,7 +26,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.config import by_search
 from pipeline.errors import TrainingDivergedError
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs, shard
@@ -42,7 +41,8 @@ from pipeline.scoring import metrics
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """What training reads from the `gnn` group, resolved for one collection (values by search picked)."""
+    """What training reads from the `gnn` group, resolved for one collection (values by search picked) by
+    `pipeline.settings.gnn.train_settings`."""
 
     lr: float                     # peak AdamW learning rate
     weight_decay: float
@@ -65,22 +65,6 @@ class TrainSettings:
     valid_max_configs: int        # per-epoch model selection scores at most this many configs per valid graph
     valid: InferSettings          # how valid configs are scored: as at the final inference
 
-    @classmethod
-    def from_cfg(cls, gnn, kind: str, search: str | None) -> "TrainSettings":
-        """From the `gnn` group for a collection of `kind` and `search` (`lr`, `epochs`, `configs_per_graph` by
-        search)."""
-        return cls(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
-                   warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule),
-                   epochs=int(by_search(gnn.epochs, "gnn.epochs", kind, search)),
-                   lr_patience=int(gnn.lr_patience), lr_decay=float(gnn.lr_decay),
-                   patience=int(gnn.patience), min_delta=float(gnn.min_delta),
-                   steps_per_epoch=int(gnn.steps_per_epoch) if gnn.steps_per_epoch else None,
-                   graphs_per_step=max(1, int(gnn.graphs_per_step)),
-                   configs_per_graph=int(by_search(gnn.configs_per_graph, "gnn.configs_per_graph", kind, search)),
-                   grad_clip=float(gnn.grad_clip) if gnn.grad_clip else None, loss=str(gnn.loss),
-                   margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume), amp=bool(gnn.amp),
-                   valid_max_configs=int(gnn.valid_max_configs),
-                   valid=InferSettings.from_cfg(gnn))
 
 
 @dataclass
@@ -102,8 +86,6 @@ def pick_device(name: str) -> torch.device:
     """gnn.device: auto (CUDA when present) | cpu | cuda."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name not in ("cpu", "cuda"):
-        raise ValueError(f"gnn.device={name!r}; expected auto, cpu or cuda")
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("gnn.device=cuda but no CUDA device is available")
     return torch.device(name)

@@ -34,8 +34,6 @@ def sample_rows(n_rows: int, limit: int, rng: np.random.Generator) -> np.ndarray
 
 def split_queries(rows: np.ndarray, max_query_rows: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Shuffle `rows` and cut them into the fewest near-equal queries of at most max_query_rows (each sorted)."""
-    if not 1 <= max_query_rows <= LIGHTGBM_MAX_QUERY_ROWS:
-        raise ValueError(f"lgbm.max_query_rows: expected 1..{LIGHTGBM_MAX_QUERY_ROWS}, found {max_query_rows}")
     n_queries = -(-len(rows) // max_query_rows)
     return [np.sort(part) for part in np.array_split(rng.permutation(rows), n_queries)] if len(rows) else []
 

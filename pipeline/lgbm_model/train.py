@@ -13,13 +13,12 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline.choices import LGBM_LABEL_GAINS, LGBM_OBJECTIVES
+from pipeline.choices import LGBM_LABEL_GAINS, LGBM_OBJECTIVES, LIGHTGBM_XENDCG_GRADES
 from pipeline.lgbm_model.rank_data import LIGHTGBM_MAX_QUERY_ROWS, RankData
+from pipeline.lgbm_model.settings import LgbmSettings
 
-LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30
 LABEL_GAINS = LGBM_LABEL_GAINS
 OBJECTIVES = LGBM_OBJECTIVES   # pairwise: `pairwise_objective`, Kendall tau's pairs
 
@@ -29,39 +28,28 @@ def max_label_grades(objective: str) -> int:
     return LIGHTGBM_XENDCG_GRADES if objective == "rank_xendcg" else LIGHTGBM_MAX_QUERY_ROWS
 
 
-def label_gains(kind_name: str, gain: str, grades: int) -> list[float]:
+def label_gains(gain: str, grades: int) -> list[float]:
     """LightGBM label_gain for grades 0..grades-1: `linear` (g) or `exponential` (2^g - 1)."""
-    if gain == "linear":
-        return [float(g) for g in range(grades)]
-    if gain == "exponential":
-        return [float(2.0 ** g - 1) for g in range(grades)]
-    raise ValueError(f"lgbm.{kind_name}.label_gain: expected one of {list(LABEL_GAINS)}, found {gain!r}")
+    gains = {"linear": lambda g: float(g), "exponential": lambda g: float(2.0 ** g - 1)}[gain]   # LABEL_GAINS
+    return [gains(g) for g in range(grades)]
 
 
-def lgb_params(lgbm: DictConfig, kind: str, seed: int) -> dict:
+def lgb_params(settings: LgbmSettings, seed: int) -> dict:
     """LightGBM parameters of one collection kind; deterministic for a fixed seed and num_threads.
 
     `seed` seeds every LightGBM generator (feature_fraction, bagging), so runs with different global seeds differ
-    whenever feature_fraction or bagging_fraction is below 1.
+    whenever feature_fraction or bagging_fraction is below 1. The schema checked the objective's grades
+    (`max_label_grades`).
     """
-    settings = lgbm[kind]
-    objective = str(settings.objective)
-    if objective not in OBJECTIVES:
-        raise ValueError(f"lgbm.{kind}.objective: expected one of {list(OBJECTIVES)}, found {objective!r}")
-    grades, most = int(settings.label_grades), max_label_grades(objective)
-    if not 2 <= grades <= most:
-        raise ValueError(f"lgbm.{kind}.label_grades: expected 2..{most} for objective {objective}, found {grades}")
-    gains = label_gains(kind, settings.label_gain, grades)
-    if lgbm.eval_metric not in ("score", "ndcg"):
-        raise ValueError(f"lgbm.eval_metric: expected score or ndcg, found {lgbm.eval_metric!r}")
+    s = settings
     return {
-        "objective": objective, "num_leaves": int(lgbm.num_leaves), "learning_rate": float(lgbm.learning_rate),
-        "min_data_in_leaf": int(lgbm.min_data_in_leaf), "feature_fraction": float(lgbm.feature_fraction),
-        "bagging_fraction": float(lgbm.bagging_fraction), "bagging_freq": int(lgbm.bagging_freq),
-        "lambda_l2": float(lgbm.lambda_l2), "max_bin": int(lgbm.max_bin), "num_threads": int(lgbm.num_threads),
-        "label_gain": gains,
-        "lambdarank_truncation_level": int(settings.lambdarank_truncation_level),
-        "metric": "ndcg" if lgbm.eval_metric == "ndcg" else "None", "eval_at": list(lgbm.eval_at),
+        "objective": s.objective, "num_leaves": s.num_leaves, "learning_rate": s.learning_rate,
+        "min_data_in_leaf": s.min_data_in_leaf, "feature_fraction": s.feature_fraction,
+        "bagging_fraction": s.bagging_fraction, "bagging_freq": s.bagging_freq,
+        "lambda_l2": s.lambda_l2, "max_bin": s.max_bin, "num_threads": s.num_threads,
+        "label_gain": label_gains(s.label_gain, s.label_grades),
+        "lambdarank_truncation_level": s.lambdarank_truncation_level,
+        "metric": "ndcg" if s.eval_metric == "ndcg" else "None", "eval_at": list(s.eval_at),
         "seed": int(seed), "deterministic": True, "force_row_wise": True, "verbosity": -1,
     }
 
@@ -118,25 +106,25 @@ def round_progress(total: int, desc: str):
     return callback
 
 
-def train_ranker(train: RankData, valid: RankData, lgbm: DictConfig, kind: str, seed: int, desc: str = ""):
+def train_ranker(train: RankData, valid: RankData, settings: LgbmSettings, seed: int, desc: str = ""):
     """Fit with early stopping on valid's first metric, drawing a `round n/N` bar.
 
     Returns (booster, {metric name: [value per round]}); the booster keeps the best round's trees only.
     """
     import lightgbm as lgb
 
-    params = lgb_params(lgbm, kind, seed)
+    params = lgb_params(settings, seed)
     if params["objective"] == "pairwise":
         params["objective"] = pairwise_objective(train)
     dtrain = lgb.Dataset(train.features, train.label, group=train.group, feature_name=train.names)
     dvalid = lgb.Dataset(valid.features, valid.label, group=valid.group, reference=dtrain)
     history: dict = {}
-    progress = round_progress(int(lgbm.num_boost_round), desc or "boost")
+    progress = round_progress(settings.num_boost_round, desc or "boost")
     try:
-        booster = lgb.train(params, dtrain, num_boost_round=int(lgbm.num_boost_round), valid_sets=[dvalid],
+        booster = lgb.train(params, dtrain, num_boost_round=settings.num_boost_round, valid_sets=[dvalid],
                             valid_names=["valid"],
-                            feval=score_eval(kind, valid) if lgbm.eval_metric == "score" else None,
-                            callbacks=[lgb.early_stopping(int(lgbm.early_stopping_rounds), first_metric_only=True,
+                            feval=score_eval(settings.kind, valid) if settings.eval_metric == "score" else None,
+                            callbacks=[lgb.early_stopping(settings.early_stopping_rounds, first_metric_only=True,
                                                           verbose=False), lgb.record_evaluation(history), progress])
     finally:
         progress.close()

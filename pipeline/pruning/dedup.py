@@ -92,16 +92,22 @@ def dedup_chunks(chunks: Iterable[tuple[int, np.ndarray]], n_rows: int,
                  count=np.bincount(inverse, minlength=len(first_array)).astype(np.int64))
 
 
+def _group_min(values: np.ndarray, dedup: Dedup) -> np.ndarray:
+    out = np.full(dedup.n_kept, np.inf)
+    np.minimum.at(out, dedup.inverse, values)
+    return out
+
+
+def _group_mean(values: np.ndarray, dedup: Dedup) -> np.ndarray:
+    return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
+
+
+AGGREGATES = dict(zip(DEDUP_MODES, (_group_min, _group_mean)))    # prune.dedup (the schema checked the name)
+
+
 def aggregate(values: np.ndarray, dedup: Dedup, how: str) -> np.ndarray:
     """float64 [kept]: `values` [configs] aggregated over each kept row's duplicates by `how` (min | mean)."""
-    values = np.asarray(values, dtype=np.float64)
-    if how == "min":
-        out = np.full(dedup.n_kept, np.inf)
-        np.minimum.at(out, dedup.inverse, values)
-        return out
-    if how == "mean":
-        return np.bincount(dedup.inverse, weights=values, minlength=dedup.n_kept) / dedup.count
-    raise ValueError(f"prune.dedup: expected one of {DEDUP_MODES}, found {how!r}")
+    return AGGREGATES[how](np.asarray(values, dtype=np.float64), dedup)
 
 
 def relative_spread(values: np.ndarray, dedup: Dedup) -> np.ndarray:

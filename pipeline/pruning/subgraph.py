@@ -49,8 +49,6 @@ def khop_mask(n_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, hops: int
     """
     if hops is None:
         return np.ones(n_nodes, dtype=bool)
-    if hops < 0:
-        raise ValueError(f"hops must be >= 0 or None (whole graph), got {hops}")
     keep = np.zeros(n_nodes, dtype=bool)
     keep[np.asarray(seeds, dtype=np.int64)] = True
     consumer, producer = edge_index[:, 0], edge_index[:, 1]

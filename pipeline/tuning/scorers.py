@@ -23,7 +23,6 @@ from omegaconf import DictConfig
 from pipeline.choices import AUTOTUNE_MODELS
 from pipeline.pruned import PrunedGraph, iter_split
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.graphnet.gst import gst_settings
 from pipeline.heuristic_model.scores import default_block_counts, tile_scores as heuristic_tile_scores
 from pipeline.lgbm_model.infer import predict_graph as lgbm_predict_graph
 from pipeline.trained import PredictError, ensemble_weights
@@ -40,17 +39,19 @@ class GnnMember:
 
     def __init__(self, cfg: DictConfig, collection: Collection):
         from pipeline.graphnet import checkpoint as ckpt
-        from pipeline.graphnet.members import member_dir, member_seeds
+        from pipeline.graphnet.members import member_dir
+        from pipeline.settings.gnn import gnn_settings
 
-        if gst_settings(cfg.gnn, collection.kind) is not None:
+        settings = gnn_settings(cfg, collection)
+        if settings.gst is not None:
             raise PredictError(f"gnn.mode=gst: autotune scores whole pruned graphs; use gnn.mode=pruned models")
         model_dir = Path(cfg.paths.models_dir) / "gnn" / collection.slug
         self.nets = []
-        for member in member_seeds(cfg.gnn.seeds):
+        for member in settings.members:
             path = member_dir(model_dir, member) / ckpt.MODEL_FILE
             if not path.is_file():
                 raise PredictError(f"{path}: missing; run stage gnn@{collection.slug} first (dvc repro)")
-            net, meta = ckpt.load_model(path, map_location="cpu", infer_chunk_mb=cfg.gnn.infer_chunk_mb)
+            net, meta = ckpt.load_model(path, map_location="cpu", infer_chunk_mb=settings.infer_chunk_mb)
             if meta.get("collection", collection.name) != collection.name:
                 raise PredictError(f"{path}: a model of {meta['collection']}, not of {collection.name}")
             self.nets.append(net.eval())
@@ -73,13 +74,14 @@ class LgbmMember:
 
     def __init__(self, cfg: DictConfig, collection: Collection):
         import lightgbm as lgb
-        from pipeline.features.table import FeatureSpec
+        from pipeline.settings.lgbm import lgbm_settings
 
         path = Path(cfg.paths.models_dir) / "lgbm" / collection.slug / "model.txt"
         if not path.is_file():
             raise PredictError(f"{path}: missing; run stage lgbm@{collection.slug} first (dvc repro)")
         self.booster = lgb.Booster(model_file=str(path))
-        self.spec, self.threads = FeatureSpec.from_cfg(cfg.lgbm), int(cfg.lgbm.num_threads)
+        settings = lgbm_settings(cfg, collection)
+        self.spec, self.threads = settings.features, settings.num_threads
         self.kind = collection.kind
 
     def raw(self, graph: PrunedGraph) -> np.ndarray:

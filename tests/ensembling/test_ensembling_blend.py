@@ -18,8 +18,6 @@ def test_normalize_minmax_and_rank_by_hand():
     np.testing.assert_allclose(normalize_scores([2.0, 4.0, 3.0], "minmax"), [0.0, 1.0, 0.5])
     np.testing.assert_allclose(normalize_scores([10.0, 10.0, 30.0, 20.0], "rank"), [0.0, 0.0, 1.0, 0.6])  # ranks 1.5, 1.5, 4, 3
     np.testing.assert_allclose(normalize_scores([5.0, 5.0], "minmax"), [0.0, 0.0])
-    with pytest.raises(ValueError, match="normalize"):
-        normalize_scores([1.0], "zscore")
 
 
 def test_weight_grid_covers_simplex_and_vertices():
@@ -53,8 +51,6 @@ def test_equal_weighting_fits_nothing_and_grid_follows_valid():
     np.testing.assert_allclose(pick_weights("layout", [right, wrong, wrong], truth, "equal", 0.5, "rank"),
                                [1 / 3, 1 / 3, 1 / 3])
     np.testing.assert_allclose(pick_weights("layout", [wrong, right], truth, "grid", 0.5, "rank"), [0.0, 1.0])
-    with pytest.raises(ValueError, match="weighting"):
-        pick_weights("layout", [right], truth, "stacking", 0.5, "rank")
 
 
 def test_gain_over_best_member_is_measured_against_the_valid_winner():

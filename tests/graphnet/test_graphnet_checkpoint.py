@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pruned_graphs import FEAT_DIM, gnn_cfg
+from pruned_graphs import gnn_cfg, spec_of
 
 from pipeline.graphnet import checkpoint as ckpt
-from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.model import build_model
 
 
 class Planted:
@@ -71,7 +71,7 @@ def test_numpy_state_roundtrips_through_plain_tensors(tmp_path):
 
 
 def test_model_file_roundtrips(tmp_path):
-    spec = ModelSpec.from_cfg("tile", FEAT_DIM, gnn_cfg())
+    spec = spec_of(gnn_cfg(), "tile")
     torch.manual_seed(0)
     model = build_model(spec)
     ckpt.save_model(model, spec, tmp_path / "model.pt", {"best_epoch": np.int64(3)})

@@ -2,21 +2,20 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from omegaconf import OmegaConf
-from pruned_graphs import layout_model, long_graph
-from pruned_graphs import gnn_cfg
+from pruned_graphs import gnn_cfg, layout_model, long_graph, spec_of, train_of
 
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
-from pipeline.graphnet.gst import (GSTSettings, SegmentCycles, check_model, combine, gst_scores, segmented_scores,
+from pipeline.graphnet.gst import (GSTSettings, SegmentCycles, combine, gst_scores, segmented_scores,
                               summarize_segment, trained_scale)
 from pipeline.graphnet.history import HistoricalTable
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.model import build_model
 from pipeline.graphnet.segments import build_segments
-from pipeline.graphnet.train_loop import TrainSettings, fit
+from pipeline.graphnet.train_loop import fit
+from pipeline.settings.gnn import gst_group
 
 CPU = torch.device("cpu")
 
@@ -41,19 +40,11 @@ def test_trained_scale_is_the_papers():
     assert trained_scale(0.0, 5, 1) == 1.0 and trained_scale(0.5, 4, 2) == 2.0
 
 
-def test_check_model_names_what_gst_needs():
-    with pytest.raises(ValueError, match="gnn.norm=layer or none"):
-        check_model(layout_model(norm="instance"))
-    tile = build_model(ModelSpec.from_cfg("tile", 6, gnn_cfg()))
-    with pytest.raises(ValueError, match="layout models only"):
-        check_model(tile)
+def test_the_gst_group_is_read_whole():
     base = dict(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5, finetune_epochs=0,
                 finetune_lr_scale=0.1)
-    assert GSTSettings.from_cfg(OmegaConf.create(base)) == settings(finetune_epochs=0)
-    with pytest.raises(ValueError, match="stale_dropout"):
-        GSTSettings.from_cfg(OmegaConf.create(base | {"stale_dropout": 1.0}))
-    with pytest.raises(ValueError, match="gnn.gst.segmentation"):
-        GSTSettings.from_cfg(OmegaConf.create(base | {"segmentation": "halves"}))
+    assert gst_group(OmegaConf.create(base)) == settings(finetune_epochs=0)
+    assert gst_group(OmegaConf.create(base | {"segment_size": 3})) == settings(finetune_epochs=0, segment_size=3)
 
 
 def test_table_is_updated_only_for_trained_segments():
@@ -144,10 +135,10 @@ def test_segmented_inference_does_not_depend_on_segment_size():
 def _fit_gst(tmp_path, gnn, max_epochs=None, gst=None):
     train = [long_graph(n_nodes=20 + 3 * i, n_configs=10, seed=i, graph_id=f"g{i}") for i in range(3)]
     valid = [long_graph(n_nodes=25, n_configs=9, seed=7, graph_id="v0", split="valid")]
-    spec = ModelSpec.from_cfg("layout", train[0].node_feat.shape[1], gnn)
+    spec = spec_of(gnn, "layout", train[0].node_feat.shape[1])
     torch.manual_seed(0)
     model = build_model(spec)
-    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None),
+    return fit(model, spec, train, valid, train_of(gnn),
                gst or settings(finetune_epochs=1), seed=5, checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
-from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
+from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, spec_of
 
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAttention
 from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
@@ -21,7 +21,7 @@ def spec(kind: str = "layout", **overrides) -> ModelSpec:
                                 residual=True, cross_attention=True, attention_heads=2, cross_mixer="gate",
                                 cross_pooled=True, effective_layout=False, edge_mismatch=False, node_reduce="mean",
                                 pooled_head=True) | overrides)
-    return ModelSpec.from_cfg(kind, FEAT_DIM, gnn)
+    return spec_of(gnn, kind)
 
 
 def test_mean_aggregate_by_hand():
@@ -118,18 +118,12 @@ def test_shared_dropout_uses_one_mask_for_every_config():
     out = drop(torch.ones(4, 10, 6))
     assert torch.equal(out[0], out[3]) and (out == 0).any() and (out == 2).any()
     assert torch.equal(drop.eval()(torch.ones(2, 3, 1)), torch.ones(2, 3, 1))
-    with pytest.raises(ValueError, match="dropout"):
-        SharedDropout(1.0)
 
 
-def test_sum_head_starts_at_zero_and_spec_rejects_unknown_options():
+def test_sum_head_starts_at_zero():
     graph = make_layout_graph(n_configs=4)
     model = build_model(spec(node_reduce="sum", pooled_head=False))
     assert torch.equal(model(graph_tensors(graph), layout_config_batch(graph, np.arange(4))), torch.zeros(4))
-    with pytest.raises(ValueError, match="cross_mixer"):
-        spec(cross_mixer="nope")
-    with pytest.raises(ValueError, match="node_reduce"):
-        spec(node_reduce="max")
 
 
 @pytest.mark.parametrize("kind,mixer", [("layout", "gate"), ("layout", "center"), ("tile", "gate")])

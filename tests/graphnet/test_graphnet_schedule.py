@@ -5,12 +5,12 @@ import math
 
 import pytest
 import torch
-from pruned_graphs import FEAT_DIM, gnn_cfg, make_layout_graph
+from pruned_graphs import gnn_cfg, make_layout_graph, spec_of, train_of
 
 from pipeline.graphnet import checkpoint as ckpt
-from pipeline.graphnet.model import ModelSpec, build_model
+from pipeline.graphnet.model import build_model
 from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU, LrSchedule, Plateau, stop_reason
-from pipeline.graphnet.train_loop import TrainSettings, fit
+from pipeline.graphnet.train_loop import fit
 
 
 def replay(scores: list[float], patience: int, min_delta: float, budget: int) -> tuple[int, str]:
@@ -31,8 +31,6 @@ def test_cosine_decays_to_zero_at_the_budget_and_constant_stays_at_the_peak():
     assert constant(55) == 1.0 and constant(100) == 1.0 and constant(10_000) == 1.0
     constant.finetune, constant.finetune_scale = True, 0.25            # GST head fine-tuning
     assert constant(3) == 0.25
-    with pytest.raises(ValueError, match="gnn.schedule='step'; expected one of"):
-        LrSchedule("step", 10, 0.1)
 
 
 def test_reduce_on_plateau_decays_the_rate_every_lr_patience_stalled_epochs():
@@ -79,9 +77,9 @@ def test_plateau_state_round_trips():
 def _fit(tmp_path, gnn, max_epochs=None):
     train = [make_layout_graph(f"g{i}", n_configs=10, seed=i) for i in range(3)]
     valid = [make_layout_graph("v0", "valid", n_configs=9, seed=7)]
-    spec = ModelSpec.from_cfg("layout", FEAT_DIM, gnn)
+    spec = spec_of(gnn)
     torch.manual_seed(0)
-    return fit(build_model(spec), spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None), None, seed=5,
+    return fit(build_model(spec), spec, train, valid, train_of(gnn), None, seed=5,
                checkpoint_path=tmp_path / "checkpoint.pt", device=torch.device("cpu"), max_epochs=max_epochs)
 
 

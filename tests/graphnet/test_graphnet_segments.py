@@ -28,11 +28,7 @@ def test_node_splits_bounds_by_hand():
     assert bounds.tolist() == [0, 2, 4, 5]
 
 
-def test_bad_settings_are_named():
-    with pytest.raises(ValueError, match="segment_size"):
-        segment_bounds(10, 0, "contiguous")
-    with pytest.raises(ValueError, match="gst.segmentation"):
-        segment_bounds(10, 4, "halves")
+def test_node_splits_need_the_graphs_splits():
     with pytest.raises(ValueError, match="node_splits"):
         segment_bounds(10, 4, "node_splits")
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, gnn_cfg
+from pruned_graphs import make_layout_graph, make_tile_graph, gnn_cfg, spec_of, train_of
 
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
 from pipeline.graphnet.infer import InferSettings, predict_graph, tta_batches
 from pipeline.graphnet.losses import ranking_loss
-from pipeline.graphnet.model import ModelSpec, build_model
-from pipeline.graphnet.train_loop import TrainSettings, fit
+from pipeline.graphnet.model import build_model
+from pipeline.graphnet.train_loop import fit
 
 CPU = torch.device("cpu")
 
 
 def build(kind: str, gnn, seed: int = 0):
-    spec = ModelSpec.from_cfg(kind, FEAT_DIM, gnn)
+    spec = spec_of(gnn, kind)
     torch.manual_seed(seed)
     return build_model(spec), spec
 
@@ -44,7 +44,7 @@ def _train(tmp_path, gnn, max_epochs=None):
     train = [make_layout_graph(f"g{i}", n_configs=10, seed=i) for i in range(3)]
     valid = [make_layout_graph("v0", "valid", n_configs=9, seed=7)]
     model, spec = build("layout", gnn)
-    return fit(model, spec, train, valid, TrainSettings.from_cfg(gnn, "layout", None), None, seed=5,
+    return fit(model, spec, train, valid, train_of(gnn), None, seed=5,
                checkpoint_path=tmp_path / "checkpoint.pt", device=CPU, max_epochs=max_epochs)
 
 

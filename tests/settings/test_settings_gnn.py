@@ -1,0 +1,25 @@
+"""pipeline.settings.gnn: one GnnSettings per collection, by-search values picked, the GST group only in GST mode."""
+from __future__ import annotations
+
+from pipeline.config import compose
+from pipeline.settings.gnn import gnn_settings
+from pipeline.tpugraphs.dataset import Collection
+
+RANDOM, TILE = Collection.parse("layout-xla-random"), Collection.parse("tile-xla")
+
+
+def test_one_object_holds_what_the_stage_reads():
+    cfg = compose(["data=programs_ci", "gnn.seeds=[4,2]", "seed=3", "gnn.lr={tile: 0.5, random: 0.25, default: 1}",
+                   "prune.hops={random: all, default: 2}"])
+    layout, tile = gnn_settings(cfg, RANDOM), gnn_settings(cfg, TILE)
+    assert (layout.train.lr, tile.train.lr) == (0.25, 0.5)
+    assert layout.members == (4, 2) and layout.seed == 3 and layout.prune_hops is None
+    assert layout.model.kind == "layout" and layout.model.node_feat_dim == 0 and layout.spec(9).node_feat_dim == 9
+    assert tile.model.node_reduce is None and layout.model.node_reduce is not None
+    assert layout.train.valid == layout.infer and layout.gst is None
+
+
+def test_the_gst_group_only_in_gst_mode_on_layout_collections():
+    cfg = compose(["data=programs_ci", "gnn=gst"])
+    assert gnn_settings(cfg, RANDOM).gst.segment_size == int(cfg.gnn.gst.segment_size)
+    assert gnn_settings(cfg, TILE).gst is None
