@@ -15,6 +15,7 @@ dependencies stay its own).
 from __future__ import annotations
 
 import difflib
+import fnmatch
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -27,6 +28,7 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 GNN_LAYOUT_ONLY = ("node_reduce",)                     # by-search gnn keys only layout models read (no tile entry)
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31,
@@ -205,6 +207,7 @@ def validate(cfg: Mapping) -> None:
     if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
+    check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
 
@@ -221,6 +224,14 @@ def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
             key = f"gnn.norm.{search}" if isinstance(norm, Mapping) else "gnn.norm"
             raise SettingsError(key, value, "layer or none when gnn.mode=gst (instance normalises over every node of "
                                             "a graph, which a segment does not see)")
+
+
+def check_log_columns(patterns: Sequence[str]) -> None:
+    """Each `prune.normalize.log_columns` fnmatch pattern names some node_feat column (NODE_FEAT_NAMES)."""
+    for i, pattern in enumerate(patterns):
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in NODE_FEAT_NAMES):
+            raise SettingsError(f"prune.normalize.log_columns[{i}]", pattern,
+                                "an fnmatch pattern matching some node_feat column (pipeline/tpugraphs/schema.py)")
 
 
 def check_label_grades(lgbm: Mapping) -> None:

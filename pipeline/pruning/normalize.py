@@ -25,13 +25,11 @@ from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
 
 def log_mask(patterns: Sequence[str], names: Sequence[str] = NODE_FEAT_NAMES) -> np.ndarray:
-    """bool [len(names)]: the columns whose name matches any fnmatch pattern; an unmatched pattern is an error."""
+    """bool [len(names)]: the columns whose name matches any fnmatch pattern (the schema refuses a pattern that
+    matches none, `prune.normalize.log_columns`)."""
     mask = np.zeros(len(names), dtype=bool)
     for pattern in patterns:
-        hits = np.array([fnmatch.fnmatchcase(name, pattern) for name in names])
-        if not hits.any():
-            raise ValueError(f"normalize.log_columns: pattern {pattern!r} matches no node_feat column")
-        mask |= hits
+        mask |= np.array([fnmatch.fnmatchcase(name, pattern) for name in names])
     return mask
 
 
