@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import load_cfg, split_overrides
-from pipeline.costmodel.layout import LayoutCostParams
 from pipeline.seeds import graph_rng
+from pipeline.settings.sections import layout_cost
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import template_graph
@@ -40,7 +40,7 @@ TRUTH = "truth"
 
 def cases(cfg, s: AutotuneSettings, guides: list[str], work: Path):
     """Yield (program name, collection, space, truth scorer, oracle ns, {guide: (scorer, margin)})."""
-    params = LayoutCostParams.from_cfg(cfg.synthesize.layout_cost)
+    params = layout_cost(cfg.synthesize.layout_cost)
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     models = [g for g in guides if g != TRUTH]
     loaded = {(c.slug, m): load_guide(cfg, m, c, s.calibration_configs, s.search.batch, s.seed)

@@ -80,11 +80,12 @@ def make_big_graph(root: Path, configs: int, config_nodes: int, nodes: tuple[int
     from omegaconf import OmegaConf
 
     from pipeline.config import compose
-    from pipeline.templates.dataset import Settings, layout_graph, write_layout_graph
+    from pipeline.settings.templates import template_settings
+    from pipeline.templates.dataset import layout_graph, write_layout_graph
     cfg = compose(["data=synthetic_full"])
     generator = OmegaConf.to_container(cfg.data.generator)
     generator.update(layout_nodes=list(nodes), layout_configs=[configs, configs], max_config_nodes=config_nodes)
-    settings = Settings.from_cfg(generator, cfg.synthesize)
+    settings = template_settings(generator, cfg.synthesize)
     collection = Collection.parse(MEMORY_COLLECTION)
     for split in SPLITS:   # valid and test stay empty: the stage reads train only here
         (root / "npz" / collection.subdir / split).mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,9 @@ from typing import Sequence
 
 from pipeline.errors import run_main
 from pipeline.config import load_cfg, module_prog, split_overrides
-from pipeline.featurizer.dataset import FeaturizeSettings, featurize
+from pipeline.featurizer.dataset import featurize
 from pipeline.hlo.featurize import HloParseError
+from pipeline.settings.featurize import featurize_settings
 from pipeline.tpugraphs.schema import NPZ_SUBDIR
 
 
@@ -36,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "featurize" not in cfg:
         raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
                          "`python -m pipeline.config` (or pass overrides)")
-    settings = FeaturizeSettings.from_cfg(cfg.featurize)
+    settings = featurize_settings(cfg)
     try:
         counts = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:

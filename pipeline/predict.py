@@ -130,12 +130,13 @@ def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -
         return rank_files(cfg, input_files(path), model, collection)
     if collection is not None:
         raise PredictError(f"{path}: HLO text yields graphs of several collections; drop --collection")
-    from pipeline.featurizer.dataset import FeaturizeSettings, featurize
+    from pipeline.featurizer.dataset import featurize
+    from pipeline.settings.featurize import featurize_settings
     from pipeline.hlo.featurize import HloParseError
 
     with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:
         try:
-            featurize([path], Path(work), FeaturizeSettings.from_cfg(cfg.featurize), progress=False)
+            featurize([path], Path(work), featurize_settings(cfg), progress=False)
         except (HloParseError, ValueError) as error:
             raise PredictError(str(error)) from None
         files = sorted(Path(work).rglob("*.npz"))

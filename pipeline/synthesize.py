@@ -23,7 +23,9 @@ from pipeline.choices import SYNTH_BUILDERS
 from pipeline.files import read_json
 from pipeline.config import stage_args
 from pipeline.synth import programs
-from pipeline.templates.dataset import Settings, synthesize
+from pipeline.settings.programs import program_settings
+from pipeline.settings.templates import template_settings
+from pipeline.templates.dataset import synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
@@ -44,9 +46,9 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
         raise ValueError(not_generated(cfg))
     generator, collections = cfg.data.generator, list(cfg.data.collections)
     builders = {      # BUILDERS (the schema checked data.generator.builder through data.synthesized_by)
-        PROGRAMS: lambda: programs.build(programs.ProgramSettings.from_cfg(generator, cfg.synthesize), collections,
+        PROGRAMS: lambda: programs.build(program_settings(generator, cfg.synthesize), collections,
                                          out, progress=progress),
-        TEMPLATES: lambda: synthesize(Settings.from_cfg(generator, cfg.synthesize), collections, out,
+        TEMPLATES: lambda: synthesize(template_settings(generator, cfg.synthesize), collections, out,
                                       progress=progress)}
     return builders[generator.builder]()
 

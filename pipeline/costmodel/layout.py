@@ -30,11 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Mapping
 
 import numpy as np
 
-from pipeline.costmodel import params_from_cfg
 from pipeline.costmodel import opclasses
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.graph import ITEMSIZE, HloGraph, HloNode
@@ -55,11 +53,6 @@ class LayoutCostParams:
     launch_overhead_ns: float
     placement: tuple[float, float, float]
     offpair_penalty: float
-
-    @classmethod
-    def from_cfg(cls, cfg: Mapping) -> "LayoutCostParams":
-        """From the `synthesize.layout_cost` config section (lists become tuples)."""
-        return params_from_cfg(cls, cfg)
 
 
 def itemsize(dtype: str) -> int:

@@ -15,11 +15,9 @@ Model (constants in conf/synthesize/default.yaml, `tile_cost`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
-from pipeline.costmodel import params_from_cfg
 from pipeline.hlo.kernel import TileKernel
 from pipeline.tpugraphs.schema import CONFIG_FEAT_BLOCKS, CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM
 
@@ -38,10 +36,6 @@ class TileCostParams:
     spill_penalty: float
     elementwise_flops: float
     vector_flops_per_ns: float
-
-    @classmethod
-    def from_cfg(cls, cfg: Mapping) -> "TileCostParams":
-        return params_from_cfg(cls, cfg)
 
 
 def _pad(x, multiple: int):

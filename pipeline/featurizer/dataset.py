@@ -13,12 +13,11 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.costmodel.tile import TileCostParams
 from pipeline.files import remove
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
 from pipeline.hlo.featurize import HloModule, SearchParams, layout_configs, layout_program, parse_module, tile_programs
@@ -44,16 +43,6 @@ class FeaturizeSettings:
     chunk_configs: int
     search: SearchParams
     tile_search: TileSearch
-
-    @classmethod
-    def from_cfg(cls, cfg: Mapping) -> "FeaturizeSettings":
-        """From the `featurize` config group."""
-        tile = cfg["tile_search"]
-        cap = cfg["max_config_nodes"]
-        return cls(int(cfg["seed"]), tuple(Collection.parse(c) for c in cfg["collections"]),
-                   int(cfg["layout_configs"]), int(cfg["tile_configs"]), None if cap is None else int(cap),
-                   int(cfg["chunk_configs"]), SearchParams.from_cfg(cfg["search"]),
-                   TileSearch(tuple(tile["min_tile"]), TileCostParams.from_cfg(tile["cost"])))
 
 
 def program_stem(path: Path) -> str:

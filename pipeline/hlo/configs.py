@@ -12,7 +12,6 @@ Both then overwrite `duplicate_fraction` of the rows with copies of earlier rows
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
@@ -30,11 +29,6 @@ class SearchParams:
     perturbed_nodes_mean: float
     swap_prob: float
     duplicate_fraction: float
-
-    @classmethod
-    def from_cfg(cls, cfg: Mapping) -> "SearchParams":
-        return cls(tuple(cfg["default_block_prob"]), float(cfg["perturbed_nodes_mean"]), float(cfg["swap_prob"]),
-                   float(cfg["duplicate_fraction"]))
 
 
 @dataclass(frozen=True)

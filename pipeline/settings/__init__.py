@@ -10,7 +10,11 @@ once, by the schema (pipeline/settings_schema.py), when the config loaded, so th
 - `pipeline.settings.gnn.gnn_settings` -> `pipeline.graphnet.settings.GnnSettings` (stage gnn, its inference entry
   point for the tools);
 - `pipeline.settings.lgbm.lgbm_settings` -> `pipeline.lgbm_model.settings.LgbmSettings` (stage lgbm, its inference
-  entry point for the tools).
+  entry point for the tools);
+- `pipeline.settings.programs.program_settings` / `pipeline.settings.templates.template_settings` ->
+  `ProgramSettings` / `templates.dataset.Settings` (stage synthesize, by generator builder; autotune's programs);
+- `pipeline.settings.featurize.featurize_settings` -> `FeaturizeSettings` (commands featurize and predict);
+- `pipeline.settings.sections`: the sections those share (layout search, cost models, tile search).
 
 The modules import nothing here, so a stage that imports one builder depends on that builder only.
 """

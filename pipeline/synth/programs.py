@@ -24,7 +24,7 @@ from tqdm import tqdm
 from pipeline.files import atomic_path
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
-from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
+from pipeline.costmodel.tile import tile_runtime_ns
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
 from pipeline.hlo.featurize import HloModule, LayoutProgram, TileProgram, fusions, layout_program, parse_module
 from pipeline.hlo.kernel import tile_kernel
@@ -63,18 +63,6 @@ class ProgramSettings:
     search: SearchParams
     layout_cost: LayoutCostParams
     tile_search: TileSearch
-
-    @classmethod
-    def from_cfg(cls, generator: Mapping, synthesize: Mapping) -> "ProgramSettings":
-        g, s = generator, synthesize
-        return cls(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
-                   {k: {kk: list(vv) for kk, vv in v.items()} for k, v in g["sizes"].items()},
-                   tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
-                   tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
-                   float(s["noise"]),
-                   float(s["normalizer_noise"]), int(s["chunk_configs"]), SearchParams.from_cfg(s["search"]),
-                   LayoutCostParams.from_cfg(s["layout_cost"]),
-                   TileSearch(tuple(s["tile_search"]["min_tile"]), TileCostParams.from_cfg(s["tile_cost"])))
 
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:

@@ -53,16 +53,6 @@ class Settings:
     min_tile: tuple[int, int]
     default_share: float
 
-    @classmethod
-    def from_cfg(cls, generator: Mapping, synthesize: Mapping) -> "Settings":
-        g, s = generator, synthesize
-        return cls(int(g["seed"]), {k: dict(v) for k, v in g["graphs"].items()}, tuple(g["layout_nodes"]),
-                   tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]), tuple(g["tile_configs"]),
-                   float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),
-                   SearchParams.from_cfg(s["search"]), LayoutCostParams.from_cfg(s["layout_cost"]),
-                   TileCostParams.from_cfg(s["tile_cost"]), tuple(s["tile_search"]["min_tile"]),
-                   float(s["tile_search"]["default_share"]))
-
 
 def layout_graph(s: Settings, source: str, split: str, index: int):
     """(HloGraph, benchmark name) of the index-th graph of a layout source/split (shared by both searches)."""

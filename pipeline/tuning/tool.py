@@ -15,8 +15,6 @@ import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.files import write_json
-from pipeline.featurizer.tile_configs import TileSearch
-from pipeline.costmodel.tile import TileCostParams
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.config import STAGE_OUTPUT_PATHS
@@ -29,6 +27,7 @@ from pipeline.tuning.search import guard, run_search
 from pipeline.tuning.space import LayoutSpace
 from pipeline.tuning.tiles import tune_tiles
 from pipeline.tuning.verify import AutotuneSettings, noise_margin
+from pipeline.settings.sections import tile_search
 
 
 @dataclass(frozen=True)
@@ -91,8 +90,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
         pick, score, kept = guard(result, space.default()[0], margin)
         tiles = []
         if tile_guide is not None:
-            search = TileSearch(tuple(cfg.featurize.tile_search.min_tile),
-                                TileCostParams.from_cfg(cfg.featurize.tile_search.cost))
+            search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
             tile_margin = noise_margin(cfg.paths.pruned_dir, tile_guide.collection, s.noise_quantile)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
                                s.search.batch, tile_margin, Path(work), graph_rng(s.seed, "autotune-tile", name))

@@ -21,10 +21,10 @@ from tqdm import tqdm
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.files import read_json
 from pipeline.hlo.featurize import layout_configs
-from pipeline.hlo.configs import SearchParams
 from pipeline.hlo.node_features import with_layouts
 from pipeline.pruned import REPORT_FILE, collection_dir, spread_quantile
 from pipeline.seeds import graph_rng
+from pipeline.settings.sections import layout_cost, search_params
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import Program, template_graph
@@ -73,10 +73,10 @@ def builtin_test_programs(cfg: DictConfig) -> list:
     generator = cfg.data.get("generator")
     if generator is None or generator.get("builder") != PROGRAMS_BUILDER:
         return []
-    from pipeline.synth.programs import ProgramSettings
+    from pipeline.settings.programs import program_settings
     from pipeline.zoo.registry import programs
 
-    s = ProgramSettings.from_cfg(generator, cfg.synthesize)
+    s = program_settings(generator, cfg.synthesize)
     return [p for p in programs(s.programs, s.sizes, s.seed) if p.split == "test"]
 
 
@@ -134,8 +134,8 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> dict:
     """Every built-in test program x layout collection: the rows and their aggregates (metrics/autotune.json)."""
     started = time.perf_counter()
     s = AutotuneSettings.from_cfg(cfg.autotune)
-    params = LayoutCostParams.from_cfg(cfg.synthesize.layout_cost)
-    featurize_search = SearchParams.from_cfg(cfg.featurize.search)
+    params = layout_cost(cfg.synthesize.layout_cost)
+    featurize_search = search_params(cfg.featurize.search)
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     zoo = builtin_test_programs(cfg)
     guides = {c.slug: load_guide(cfg, s.model, c, s.calibration_configs, s.search.batch, s.seed)

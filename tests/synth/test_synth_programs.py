@@ -7,7 +7,8 @@ import numpy as np
 
 from pipeline.config import compose
 from pipeline.hlo.kernel import TileKernel
-from pipeline.synth.programs import ProgramSettings, largest_kernels
+from pipeline.settings.programs import program_settings
+from pipeline.synth.programs import largest_kernels
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ def test_largest_distinct_kernels_in_graph_order():
 def test_settings_of_both_presets():
     for preset in ("programs", "programs_ci"):
         cfg = compose([f"data={preset}"])
-        s = ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
+        s = program_settings(cfg.data.generator, cfg.synthesize)
         assert set(s.programs) == {"xla", "nlp"} and set(s.sizes) == {"train", "test"}
         for split in ("train", "valid", "test"):
             assert s.tile_programs[split] <= s.programs["xla"][split]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import compose
-from pipeline.templates.dataset import Settings, tile_example
+from pipeline.settings.templates import template_settings
+from pipeline.templates.dataset import tile_example
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
 from pipeline.hlo.kernel import TileKernel
 from pipeline.featurizer.tile_configs import encode_config
@@ -43,7 +44,7 @@ def test_working_set_beyond_on_chip_memory_spills():
 @pytest.fixture(scope="module")
 def settings():
     cfg = compose(["data=synthetic_full", "data.generator.tile_configs=[8,48]"])   # the template builder
-    return Settings.from_cfg(cfg.data.generator, cfg.synthesize)
+    return template_settings(cfg.data.generator, cfg.synthesize)
 
 
 def test_normalizers_are_the_default_configs_runtime_with_small_noise(settings):

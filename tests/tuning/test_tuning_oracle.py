@@ -9,6 +9,7 @@ from tuning_hlo import NARROW_DOT, RESHAPES, space_of
 
 from pipeline.config import load_cfg
 from pipeline.costmodel.layout import LayoutCostParams
+from pipeline.settings.sections import layout_cost
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.report import share_of_gain
 from pipeline.tuning.search import SearchSettings, run_search
@@ -19,7 +20,7 @@ SETTINGS = SearchSettings("evolution", batch=64, population=16, local_share=0.5,
 
 @pytest.fixture(scope="module")
 def params() -> LayoutCostParams:
-    return LayoutCostParams.from_cfg(load_cfg([]).synthesize.layout_cost)
+    return layout_cost(load_cfg([]).synthesize.layout_cost)
 
 
 def exhaustive_best(space, scorer) -> float:

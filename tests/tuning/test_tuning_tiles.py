@@ -6,14 +6,15 @@ from types import SimpleNamespace
 import numpy as np
 
 from pipeline.config import load_cfg
-from pipeline.costmodel.tile import OUTPUT_BOUNDS, TileCostParams, TileKernel
+from pipeline.costmodel.tile import OUTPUT_BOUNDS, TileKernel
 from pipeline.featurizer.tile_configs import TileSearch, default_config
+from pipeline.settings.sections import tile_search
 from pipeline.tuning.tiles import tile_candidates
 
 
 def search() -> TileSearch:
     cfg = load_cfg([])
-    return TileSearch(tuple(cfg.featurize.tile_search.min_tile), TileCostParams.from_cfg(cfg.featurize.tile_search.cost))
+    return tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
 
 
 def test_every_valid_tile_size_once_default_first():

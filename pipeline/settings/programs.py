@@ -1,0 +1,20 @@
+"""Stage synthesize's settings for the program zoo (builder `programs`): `program_settings` reads the preset's
+generator (`data.generator`, whose own keys the zoo checks) and the model constants (`synthesize`) once."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from pipeline.settings.sections import layout_cost, search_params, tile_search
+from pipeline.synth.programs import ProgramSettings
+
+
+def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings:
+    """`data.generator` of builder `programs` and the `synthesize` group."""
+    g, s = generator, synthesize
+    return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
+                           {k: {kk: list(vv) for kk, vv in v.items()} for k, v in g["sizes"].items()},
+                           tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
+                           tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
+                           float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),
+                           search_params(s["search"]), layout_cost(s["layout_cost"]),
+                           tile_search(s["tile_search"]["min_tile"], s["tile_cost"]))
