@@ -4,8 +4,9 @@ Per collection `<pruned_dir>/<collection slug>/` holds
 - `index.csv`: one row per graph (columns `INDEX_COLUMNS`), sorted by split then graph_id;
 - `normalizer.json`: the node-feature normalisation fitted on train (see pipeline.prune);
 - `<split>/<graph_id>/<array>.npy`: the arrays of `PrunedGraph`, memory-mappable;
-- `report.json`: totals, the settings prune ran with (`pipeline.settings.prune` resolves `prune.hops` per collection) and the
-  relative runtime spread of identical train configurations (`spread_summary`; `spread_quantile` reads it).
+- `report.json`: totals, the settings prune ran with (`pipeline.settings.prune` resolves `prune.hops` per
+  collection) and the relative runtime spread of identical train configurations (`spread_summary`;
+  `spread_quantile` reads it).
 
 Config rows: on train and valid, duplicate configurations are collapsed (`config_count` says how many original
 rows each kept row stands for); on test nothing is dropped or reordered. `config_inverse[j]` is the kept row of

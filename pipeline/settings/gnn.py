@@ -18,7 +18,8 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
     kind, search = collection.kind, collection.search
     node_reduce = None if kind == "tile" else str(by_search(gnn.node_reduce, "gnn.node_reduce", kind, search))
     return ModelSpec(kind=kind, node_feat_dim=int(node_feat_dim), hidden=int(gnn.hidden),
-                     opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim), layers=int(gnn.layers), dropout=float(gnn.dropout),
+                     opcode_dim=int(gnn.opcode_dim), config_value_dim=int(gnn.config_value_dim),
+                     layers=int(gnn.layers), dropout=float(gnn.dropout),
                      norm=str(by_search(gnn.norm, "gnn.norm", kind, search)), residual=bool(gnn.residual),
                      cross_attention=bool(gnn.cross_attention), attention_heads=int(gnn.attention_heads),
                      cross_mixer=str(gnn.cross_mixer), cross_pooled=bool(gnn.cross_pooled),

@@ -34,4 +34,5 @@ def test_the_builders_share_the_sections():
     assert tuple(c.slug for c in featurize.collections) == tuple(cfg.featurize.collections)
     full = compose(["data=synthetic_full"])
     templates = template_settings(full.data.generator, full.synthesize)
-    assert templates.tile_cost == tile_cost(full.synthesize.tile_cost) and templates.seed == int(full.data.generator.seed)
+    assert templates.tile_cost == tile_cost(full.synthesize.tile_cost)
+    assert templates.seed == int(full.data.generator.seed)
