@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("prune.normalize.log_columns=[*_product,nope_*]",
      "setting prune.normalize.log_columns[1]='nope_*': expected an fnmatch pattern matching some node_feat column"),
     ("gnn=gst gnn.norm=instance", "setting gnn.norm='instance': expected layer or none when gnn.mode=gst"),
-    ("gnn=gst gnn.norm={tile: instance, random: instance, default: layer}",
+    ("gnn=gst gnn.norm={tile:instance,random:instance,default:layer}",
      "setting gnn.norm.random='instance': expected layer or none when gnn.mode=gst"),
     ("lgbm.layout.objective=rank_xendcg lgbm.layout.label_grades=60",
      "setting lgbm.layout.label_grades=60: expected an integer 2..31 for objective rank_xendcg"),
