@@ -48,6 +48,8 @@ class ModelSpec:
     edge_mismatch: bool       # layout: per-node counts of mismatched (copy) edges under the config
     node_reduce: str | None   # layout: one of REDUCTIONS, of the per-node scalar head over nodes (tile: None)
     pooled_head: bool         # layout: add the MLP head on mean+max pooled nodes
+    tile_geometry: bool = False   # tile: also read the tile relative to the kernel's output (tiles.tile_inputs);
+                                  # the default only serves checkpoints saved before the setting existed
 
     @classmethod
     def from_cfg(cls, kind: str, node_feat_dim: int, gnn, search: str | None = None) -> "ModelSpec":
@@ -63,7 +65,7 @@ class ModelSpec:
                    attention_heads=int(gnn.attention_heads), cross_mixer=str(gnn.cross_mixer),
                    cross_pooled=bool(gnn.cross_pooled), effective_layout=bool(gnn.effective_layout),
                    edge_mismatch=bool(gnn.edge_mismatch), node_reduce=node_reduce,
-                   pooled_head=bool(gnn.pooled_head))
+                   pooled_head=bool(gnn.pooled_head), tile_geometry=bool(gnn.tile_geometry))
         if spec.cross_mixer not in MIXERS:
             raise ValueError(f"gnn.cross_mixer={spec.cross_mixer!r}; expected one of {tuple(MIXERS)}")
         if kind != "tile" and spec.node_reduce not in REDUCTIONS:
@@ -164,14 +166,14 @@ class LayoutModel(nn.Module):
 
 
 class TileModel(nn.Module):
-    """forward(graph, configs float32 [configs, 24] normalised) -> scores [configs]."""
+    """forward(graph, configs float32 [configs, 24 + tile inputs] (`data.tile_config_batch`)) -> scores [configs]."""
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
         self.blocks = _blocks(spec, mixed=False)  # the graph pass has one "config": nothing to compare
-        self.configs = TileConfigEncoder(spec.hidden)
+        self.configs = TileConfigEncoder(spec.hidden, spec.tile_geometry)
         fused = 2 * spec.hidden
         self.fuse = nn.Sequential(nn.Linear(3 * spec.hidden, fused), nn.GELU())
         self.attention = ConfigSelfAttention(fused, spec.attention_heads, spec.dropout) if spec.cross_attention else None

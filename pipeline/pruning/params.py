@@ -20,6 +20,7 @@ class PruneParams:
     dedup: str
     log_columns: tuple[str, ...]
     drop_constant: bool
+    min_std: float               # floor of the train standard deviation node_feat columns are divided by
     workers: int
     chunk_size: int
     skip_invalid_train: bool
@@ -31,6 +32,7 @@ class PruneParams:
         are checked once, by the schema, when the config loads (pipeline/settings_schema.py)."""
         return cls(hops=prune_hops(prune.hops, collection), pad_value=float(prune.pad_value), dedup=str(prune.dedup),
                    log_columns=tuple(prune.normalize.log_columns), drop_constant=bool(prune.normalize.drop_constant),
+                   min_std=float(prune.normalize.min_std),
                    workers=int(prune.workers), chunk_size=int(prune.chunk_size),
                    skip_invalid_train=bool(prune.skip_invalid_train))
 
