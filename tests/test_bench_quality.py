@@ -1,7 +1,7 @@
 """benchmarks/bench_quality.py: the seed protocol's arithmetic (hand-checked) and its refusals."""
 import pytest
 
-from benchmarks.bench_quality import OVERALL, Variant, aggregate, mean_std, to_markdown
+from benchmarks.bench_quality import DEV_PRESET, OVERALL, Variant, aggregate, mean_std, to_markdown, with_dev_data
 
 
 def cell(valid: float, test: float, seconds: float = 2.0, **extra) -> dict:
@@ -63,3 +63,10 @@ def test_variant_parse():
     for bad in ("nohops", "=prune.hops=2", "d=data.generator.seed=3", "s=synthesize.workers=2"):
         with pytest.raises(SystemExit):
             Variant.parse(bad)
+
+
+def test_the_development_preset_is_the_default_data():
+    assert DEV_PRESET == "programs_large"
+    assert with_dev_data(["gnn.hidden=8"]) == ["data=programs_large", "gnn.hidden=8"]
+    assert with_dev_data(["data=programs", "gnn.hidden=8"]) == ["data=programs", "gnn.hidden=8"]
+    assert with_dev_data(["data.root=/x", "data=tpugraphs"]) == ["data.root=/x", "data=tpugraphs"]
