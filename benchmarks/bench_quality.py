@@ -3,8 +3,13 @@
     python benchmarks/bench_quality.py [--tag NAME] [--seeds 3] [--models lgbm gnn ensemble]
         [--collections tile-xla layout-xla-random ...] [--variant NAME=OVERRIDES ...] [COMMON OVERRIDES ...]
 
-    # hops 1 vs 2 on the default preset, 3 seeds, both model stages and the blend:
+    # hops 1 vs 2 on the development preset (programs_large), 3 seeds, both model stages and the blend:
     python benchmarks/bench_quality.py --tag hops --variant base= --variant 'hops2=prune.hops=2'
+    # the same on the quick default preset, or on real data:
+    python benchmarks/bench_quality.py --tag hops --variant base= --variant 'hops2=prune.hops=2' data=programs
+
+Data. Without a `data=` override the benchmark runs on `data=programs_large` (DEV_PRESET: 10 test graphs per layout
+collection, where the default preset's 3-4 cannot tell settings apart), whatever preset the pipeline has selected.
 
 Protocol. The dataset is made once per run (`synthesize` into the run's folder when the preset is built in;
 `data=tpugraphs` is read where its root says). Each variant (overrides separated by spaces, on top of the common
@@ -47,6 +52,7 @@ MODEL_STAGES = ("lgbm", "gnn", "ensemble")
 DATA_PREFIXES = ("data.", "data=", "synthesize.", "synthesize=", "paths.synthetic_dir")
 EPOCH_KEYS = ("best_epoch", "best_iteration")        # the stage's selected epoch / boosting round, when reported
 OVERALL = "overall"
+DEV_PRESET = "programs_large"                       # the data when no `data=` override is given (conf/data/)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,13 @@ class Variant:
                 raise SystemExit(f"error: --variant {name}: {override!r} changes the data; compare datasets in "
                                  f"separate runs (a common override applies to every variant)")
         return cls(name, overrides)
+
+
+def with_dev_data(common: Sequence[str]) -> list[str]:
+    """The common overrides, led by `data=DEV_PRESET` unless they choose the data themselves (`data=...`)."""
+    if any(override.startswith("data=") for override in common):
+        return list(common)
+    return [f"data={DEV_PRESET}", *common]
 
 
 def run_stage(module: str, args: Sequence[str], log: Path) -> float:
@@ -90,8 +103,9 @@ def out_paths(folder: Path) -> list[str]:
     return [f"paths.{key}={folder / key.removesuffix('_dir')}" for key in MODEL_OUTPUT_PATHS]
 
 
-def read_result(metrics_dir: Path, stage: str, slug: str, wall: float) -> dict:
-    """The figures of one stage run, from its metrics file and its timings file (pipeline/timings.py)."""
+def read_result(metrics_dir: Path, stage: str, slug: str, wall: float, plots_dir: Path | None = None) -> dict:
+    """The figures of one stage run, from its metrics file and its timings file (pipeline/timings.py), plus the
+    worst test graph's score (`test_worst`) from its per-graph plot (`<plots_dir>/<stage>/<slug>_per_graph.csv`)."""
     metrics = json.loads((metrics_dir / stage / f"{slug}.json").read_text())
     timings = timings_file(metrics_dir, stage, slug)
     seconds = json.loads(timings.read_text())["seconds"] if timings.is_file() else round(wall, 2)
@@ -105,6 +119,13 @@ def read_result(metrics_dir: Path, stage: str, slug: str, wall: float) -> dict:
             row["best_epoch"] = metrics[key]
     if "stopped" in metrics:
         row["stopped"] = metrics["stopped"]
+    per_graph = None if plots_dir is None else plots_dir / stage / f"{slug}_per_graph.csv"
+    if per_graph is not None and per_graph.is_file():
+        import pandas as pd
+        scores = pd.read_csv(per_graph)
+        test = scores.loc[scores["split"] == "test", "score"]
+        if len(test):
+            row["test_worst"] = float(test.min())
     return row
 
 
@@ -120,7 +141,8 @@ def aggregate(runs: dict, variants: Sequence[str], models: Sequence[str], collec
 
     Each row: variant, model, collection (or `overall`: the mean over collections within each seed), and for each
     split present `<split>_mean`, `<split>_std`, `<split>_delta_mean`, `<split>_delta_std` (paired by seed, against
-    the first variant), plus the ceiling, mean seconds, mean best epoch and how many seeds stopped at the budget.
+    the first variant), plus the ceiling, mean seconds, mean best epoch, how many seeds stopped at the budget and
+    the worst test graph's score over the seeds (`test_worst`, per collection, when every run reports it).
     """
     base = variants[0]
     rows = []
@@ -155,6 +177,9 @@ def aggregate(runs: dict, variants: Sequence[str], models: Sequence[str], collec
                 epochs = [c["best_epoch"] for c in cells if "best_epoch" in c]
                 if epochs and collection != OVERALL:
                     row["best_epoch"] = float(np.mean(epochs))
+                worst = [c["test_worst"] for c in cells if "test_worst" in c]
+                if worst and len(worst) == len(cells) and collection != OVERALL:
+                    row["test_worst"] = float(min(worst))   # the worst test graph over the seeds
                 stops = [c["stopped"] for c in cells if "stopped" in c]
                 if stops and collection != OVERALL:
                     row["budget_stops"] = f"{stops.count('budget')}/{len(stops)}"
@@ -173,15 +198,17 @@ def fmt(row: dict, key: str, signed: bool = False) -> str:
 def to_markdown(rows: list[dict], header: str) -> str:
     """The table as Markdown (one line per row)."""
     lines = [header, "",
-             "| variant | model | collection | valid | test | Δ valid | Δ test | ceiling valid/test | seconds | best epoch | budget stops |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| variant | model | collection | valid | test | Δ valid | Δ test | ceiling valid/test | worst test graph | "
+             "seconds | best epoch | budget stops |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ceiling = "/".join("" if r.get(f"{s}_ceiling") is None else f"{r[f'{s}_ceiling']:.4f}"
                            for s in PREDICTED_SPLITS)
         name = f"**{r['collection']}**" if r["collection"] == OVERALL else r["collection"]
         epoch = f"{r['best_epoch']:.1f}" if "best_epoch" in r else ""
+        worst = f"{r['test_worst']:.4f}" if "test_worst" in r else ""
         lines.append(f"| {r['variant']} | {r['model']} | {name} | {fmt(r, 'valid')} | {fmt(r, 'test')} | "
-                     f"{fmt(r, 'valid_delta', True)} | {fmt(r, 'test_delta', True)} | {ceiling} | "
+                     f"{fmt(r, 'valid_delta', True)} | {fmt(r, 'test_delta', True)} | {ceiling} | {worst} | "
                      f"{r['seconds']:.1f} | {epoch} | {r.get('budget_stops', '')} |")
     return "\n".join(lines) + "\n"
 
@@ -203,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     variants = [Variant.parse(v) for v in (args.variant or ["base="])]
     if len({v.name for v in variants}) != len(variants):
         raise SystemExit("error: --variant names must be unique")
+    common = with_dev_data(common)
     cfg = compose(common)
     collections = args.collections or list(cfg.data.collections)
     models = list(args.models)
@@ -240,7 +268,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             for model in models:
                 bar.set_postfix_str(f"{variant.name} {model} {slug} seed {seed}")
                 wall = run_stage(model, ["--collection", slug, *base, f"seed={seed}", *out_paths(folder)], log)
-                runs[variant.name][model][slug][seed] = read_result(folder / "metrics", model, slug, wall)
+                runs[variant.name][model][slug][seed] = read_result(folder / "metrics", model, slug, wall,
+                                                                    folder / "plots")
                 bar.update()
     bar.close()
 

@@ -105,7 +105,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         check_content_leaks(((r.split, root / r.source_file, r.digest, r.copy) for r in done), collection.name)
         train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
         normalizer = fit_normalizer(train_stats, params.log_mask, params.pad_value, params.drop_constant,
-                                    where=f"{root / collection.subdir / 'train'}")
+                                    where=f"{root / collection.subdir / 'train'}", min_std=params.min_std)
         normalizer.save(tmp / NORMALIZER_FILE)
         for result in tqdm(done, desc=f"normalise {collection.slug}", unit="graph", mininterval=1.0):
             write_normalized(tmp / result.split / result.graph_id, normalizer)

@@ -81,7 +81,7 @@ SCHEMA = Group({
         "hops": BySearch(Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,))))),   # by search like gnn.lr
         "pad_value": Float(),
         "dedup": Str(PRUNE_DEDUP_MODES),
-        "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool()}),
+        "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool(), "min_std": NON_NEGATIVE}),
         "workers": COUNT,
         "chunk_size": COUNT,
         "skip_invalid_train": Bool(),
@@ -120,6 +120,7 @@ SCHEMA = Group({
         "cross_pooled": Bool(), "effective_layout": Bool(), "edge_mismatch": Bool(),
         "node_reduce": BySearch(Str(GNN_REDUCTIONS)),   # layout models only: no tile entry needed
         "pooled_head": Bool(),
+        "tile_geometry": Bool(),                  # tile models: the tile relative to the kernel's output
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
         "min_gap": Float(low=0.0, high=1.0, high_open=True),

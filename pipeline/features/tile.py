@@ -9,8 +9,8 @@ output_bounds 8-15, input_bounds 16-23 (six dims, then _sum and _product; 0 past
   the fraction of the output one tile covers, and the TPU alignment of the two minor dims of the tile (the last
   dim is the most minor in XLA's default layout) against 128 and 8.
 
-Assumption: output_bounds_i tiles shape_dimensions_i of the output (same dimension order). A bound of 0 means
-"not tiled": the whole dimension is one tile.
+The geometry (and its assumptions: output_bounds_i tiles shape_dimensions_i; a bound of 0 or -1 = not tiled) is
+`pipeline.tpugraphs.tiles`, shared with the GNN's tile inputs.
 """
 from __future__ import annotations
 
@@ -18,23 +18,16 @@ import numpy as np
 
 from pipeline.choices import LGBM_TILE_GROUPS
 from pipeline.pruned import PrunedGraph
+from pipeline.tpugraphs import tiles as tile_meaning
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
-from pipeline.tpugraphs.schema import (CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM, CONFIG_FEAT_NAMES, IS_ROOT_COLUMN, MAX_DIMS,
-                                       SHAPE_COLUMNS)
+from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, CONFIG_FEAT_NAMES, MAX_DIMS
 
-OUTPUT_BOUNDS = CONFIG_FEAT_COLUMN["output_bounds_0"]   # first of the output tile's MAX_DIMS bounds
 TILE_GROUPS = LGBM_TILE_GROUPS
 
 
 def output_shape(graph: PrunedGraph) -> np.ndarray:
-    """float64 [6] output dimension sizes of the kernel, -1 past the rank.
-
-    The output is the last node flagged is_root (nodes are in topological order), else the last node.
-    """
-    raw = np.asarray(graph.node_feat_raw)
-    roots = np.flatnonzero(raw[:, IS_ROOT_COLUMN] > 0)
-    node = roots[-1] if len(roots) else len(raw) - 1
-    return raw[node, SHAPE_COLUMNS].astype(np.float64)
+    """float64 [6] output dimension sizes of the kernel, -1 past the rank (`pipeline.tpugraphs.tiles.output_shape`)."""
+    return tile_meaning.output_shape(graph.node_feat_raw)
 
 
 def tile_feature_names(groups: set[str]) -> list[str]:
@@ -67,18 +60,12 @@ def tile_features(shape: np.ndarray, config_feat: np.ndarray, groups: set[str]) 
     if "tile_config" in groups:
         columns.append(config_feat)
     if "tile_derived" in groups:
-        rank = int((shape >= 0).sum())
-        dims = np.where(shape > 0, shape, 1.0)[None, :]                           # [1, 6]
-        bounds = config_feat[:, OUTPUT_BOUNDS:OUTPUT_BOUNDS + MAX_DIMS]           # [configs, 6]
-        bounds = np.where(bounds > 0, np.minimum(bounds, dims), dims)              # untiled dim = one tile
-        tiles = np.ceil(dims / bounds)                                             # [configs, 6]
-        padded = (tiles * bounds).prod(1)
-        elements = dims.prod()
-        minor = bounds[:, rank - 1] if rank >= 1 else np.ones(len(bounds))
-        second = bounds[:, rank - 2] if rank >= 2 else np.ones(len(bounds))
+        geo = tile_meaning.tile_geometry(shape, config_feat)
+        elements, tile = geo.elements, geo.tile_elements
+        minor, second = geo.minor, geo.second_minor
         columns.append(np.column_stack([
-            tiles, np.log2(tiles).sum(1), padded / elements, np.log2(bounds.prod(1) / elements),
-            minor, second, minor % TPU_TILE_MINOR == 0, second % TPU_TILE_SECOND_MINOR == 0, np.log2(bounds.prod(1)),
+            geo.tiles, np.log2(geo.tiles).sum(1), geo.padded / elements, np.log2(tile / elements),
+            minor, second, minor % TPU_TILE_MINOR == 0, second % TPU_TILE_SECOND_MINOR == 0, np.log2(tile),
         ]))
     if not columns:
         return np.zeros((len(config_feat), 0), dtype=np.float32)

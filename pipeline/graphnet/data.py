@@ -13,7 +13,7 @@ import torch
 
 from pipeline.graphnet import layout_inputs
 from pipeline.pruned import PrunedGraph
-from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs import layouts, tiles
 from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
                                        MAX_OPCODE, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SHAPE_COLUMNS)
 
@@ -150,13 +150,17 @@ def layout_config_batch(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
 
 
 def tile_config_batch(graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:
-    """Normalised tile config features: float32 [configs, 24], sign(x) * log1p(|x|) of the raw bounds."""
+    """Tile config inputs: float32 [configs, 24 + tiles.TILE_INPUT_DIM]: sign(x) * log1p(|x|) of the raw bounds,
+    then the tile relative to the kernel's output (`tiles.tile_inputs`; the model reads them with gnn.tile_geometry).
+    """
     if graph.config_feat is None:
         raise ValueError(f"{_where(graph)}: config_feat missing; a tile graph needs it")
     feat = _read_rows(graph.config_feat, rows).astype(np.float32)  # [configs, 24]
     if feat.ndim != 2 or feat.shape[1] != CONFIG_FEAT_DIM:
         raise ValueError(f"{_where(graph)}: config_feat expected [configs, {CONFIG_FEAT_DIM}], found {feat.shape}")
-    return torch.from_numpy(np.sign(feat) * np.log1p(np.abs(feat)))
+    shape = tiles.output_shape(graph.node_feat_raw)                # [6]
+    geometry = tiles.tile_inputs(shape, feat)                      # [configs, TILE_INPUT_DIM]
+    return torch.from_numpy(np.concatenate([np.sign(feat) * np.log1p(np.abs(feat)), geometry], axis=1))
 
 
 def config_batch(kind: str, graph: PrunedGraph, rows: np.ndarray) -> torch.Tensor:

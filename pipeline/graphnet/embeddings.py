@@ -11,6 +11,7 @@ from torch import nn
 
 from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, effective_configs, mismatch_features
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.tiles import TILE_INPUT_DIM
 from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
                                        NODE_CONFIG_FEAT_DIM, OPCODE_COUNT)
 
@@ -113,11 +114,16 @@ class LayoutConfigEncoder(nn.Module):
 
 
 class TileConfigEncoder(nn.Module):
-    """Normalised tile config features [configs, 24] -> [configs, hidden]."""
+    """Tile config inputs [configs, >= 24] (`data.tile_config_batch`) -> [configs, hidden].
 
-    def __init__(self, hidden: int):
+    Reads the 24 log bounds, plus with `geometry` the TILE_INPUT_DIM columns relating the tile to the kernel's
+    output (pipeline.tpugraphs.tiles.tile_inputs) that follow them.
+    """
+
+    def __init__(self, hidden: int, geometry: bool):
         super().__init__()
-        self.proj = nn.Sequential(nn.Linear(CONFIG_FEAT_DIM, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+        self.width = CONFIG_FEAT_DIM + (TILE_INPUT_DIM if geometry else 0)
+        self.proj = nn.Sequential(nn.Linear(self.width, hidden), nn.GELU(), nn.Linear(hidden, hidden))
 
     def forward(self, config_feat: torch.Tensor) -> torch.Tensor:
-        return self.proj(config_feat)  # [configs, hidden]
+        return self.proj(config_feat[:, :self.width])  # [configs, hidden]

@@ -48,6 +48,8 @@ class ModelSpec:
     edge_mismatch: bool       # layout: per-node counts of mismatched (copy) edges under the config
     node_reduce: str | None   # layout: one of REDUCTIONS, of the per-node scalar head over nodes (tile: None)
     pooled_head: bool         # layout: add the MLP head on mean+max pooled nodes
+    tile_geometry: bool = False   # tile: also read the tile relative to the kernel's output (tiles.tile_inputs);
+                                  # the default only serves checkpoints saved before the setting existed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -143,14 +145,14 @@ class LayoutModel(nn.Module):
 
 
 class TileModel(nn.Module):
-    """forward(graph, configs float32 [configs, 24] normalised) -> scores [configs]."""
+    """forward(graph, configs float32 [configs, 24 + tile inputs] (`data.tile_config_batch`)) -> scores [configs]."""
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
         self.blocks = _blocks(spec, mixed=False)  # the graph pass has one "config": nothing to compare
-        self.configs = TileConfigEncoder(spec.hidden)
+        self.configs = TileConfigEncoder(spec.hidden, spec.tile_geometry)
         fused = 2 * spec.hidden
         self.fuse = nn.Sequential(nn.Linear(3 * spec.hidden, fused), nn.GELU())
         self.attention = ConfigSelfAttention(fused, spec.attention_heads, spec.dropout) if spec.cross_attention else None

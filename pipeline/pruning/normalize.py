@@ -3,7 +3,10 @@
 Transform of the re-padded `node_feat_raw` [nodes, 140]:
 1. columns whose name matches one of `log_columns` (fnmatch patterns over `schema.NODE_FEAT_NAMES`, e.g.
    `*_sum`, `*_product`, `shape_dimensions_*`) get `sign(x) * log1p(|x|)` (defined for the -1 padding too);
-2. every column is standardised with the mean and standard deviation of the train nodes (after step 1);
+2. every column is standardised with the mean and standard deviation of the train nodes (after step 1), the
+   deviation floored at `min_std`: a column almost constant on train (a rare window, a grouped convolution) would
+   otherwise put an unseen value tens of deviations out (a feature_group_count of 64 at z = 90); with the floor,
+   one unit is at least `min_std` of the (logged) value, so values beyond train grow as their logs, never explode;
 3. columns that are constant on train (min == max) are dropped.
 `node_opcode` is not a feature column: it stays an integer id for embeddings.
 
@@ -122,7 +125,7 @@ class Normalizer:
 
 
 def fit_normalizer(stats: ColumnStats, mask: np.ndarray, pad_value: float, drop_constant: bool = True,
-                   where: str = "train") -> Normalizer:
+                   where: str = "train", min_std: float = 0.0) -> Normalizer:
     """Normaliser from train statistics gathered on `signed_log(node_feat_raw, mask)`.
 
     Args:
@@ -131,12 +134,13 @@ def fit_normalizer(stats: ColumnStats, mask: np.ndarray, pad_value: float, drop_
         pad_value: the re-padding value used (recorded).
         drop_constant: drop the columns constant on train; when False they are kept and only centred (std 1).
         where: names the data in the error raised when there are no train nodes.
+        min_std: floor of the standard deviation each column is divided by (0 = the plain train deviation).
     """
     if stats.count == 0:
         raise ValueError(f"{where}: no train nodes to fit the node_feat normaliser on")
     constant = ~(stats.max > stats.min)
     keep = np.flatnonzero(~constant) if drop_constant else np.arange(len(stats.mean))
-    std = np.where(constant[keep], 1.0, np.sqrt(stats.m2[keep] / stats.count))
+    std = np.where(constant[keep], 1.0, np.maximum(np.sqrt(stats.m2[keep] / stats.count), min_std))
     return Normalizer(columns=[int(c) for c in keep], log=[bool(mask[c]) for c in keep],
                       mean=[float(v) for v in stats.mean[keep]], std=[float(v) for v in std],
                       pad_value=float(pad_value), train_nodes=int(stats.count))

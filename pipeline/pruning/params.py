@@ -18,6 +18,7 @@ class PruneParams:
     dedup: str
     log_columns: tuple[str, ...]
     drop_constant: bool
+    min_std: float               # floor of the train standard deviation node_feat columns are divided by
     workers: int
     chunk_size: int
     skip_invalid_train: bool

@@ -18,5 +18,6 @@ def prune_settings(cfg, collection: Collection, saved: Mapping | None = None) ->
         hops, pad_value, dedup = saved["hops"], saved["pad_value"], saved["dedup"]
     return PruneParams(hops=prune_hops(hops, collection), pad_value=float(pad_value), dedup=str(dedup),
                        log_columns=tuple(prune.normalize.log_columns),
-                       drop_constant=bool(prune.normalize.drop_constant), workers=int(prune.workers),
+                       drop_constant=bool(prune.normalize.drop_constant), min_std=float(prune.normalize.min_std),
+                       workers=int(prune.workers),
                        chunk_size=int(prune.chunk_size), skip_invalid_train=bool(prune.skip_invalid_train))

@@ -7,6 +7,7 @@ import torch
 
 from pipeline.graphnet.data import (config_batch, graph_tensors, layout_config_batch, runtimes, sample_configs, shard,
                                tile_config_batch)
+from pipeline.tpugraphs.tiles import TILE_INPUT_DIM, tile_inputs
 from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
 
 def test_graph_tensors_degrees_and_columns():
@@ -52,13 +53,17 @@ def test_layout_batch_keeps_row_order_and_shifts_values():
     assert batch.min() >= 0 and batch.max() <= 6
 
 
-def test_tile_batch_is_signed_log():
+def test_tile_batch_is_signed_log_then_the_tile_inputs():
     g = make_tile_graph()
+    g.node_feat_raw = np.full((g.n_nodes, 140), -1, np.float32)
+    g.node_feat_raw[-1, 21:23] = [64, 1024]                  # the output (last node): 64 x 1024
     batch = tile_config_batch(g, np.array([3]))
-    assert batch.shape == (1, 24)
+    assert batch.shape == (1, 24 + TILE_INPUT_DIM)
     assert batch[0, 8].item() == pytest.approx(np.log1p(g.config_feat[3, 8]))
     assert batch[0, 0].item() == 0.0
-    assert config_batch("tile", g, np.array([0, 1])).shape == (2, 24)
+    shape = np.array([64, 1024, -1, -1, -1, -1])
+    assert np.allclose(batch[0, 24:].numpy(), tile_inputs(shape, g.config_feat[[3]]))
+    assert config_batch("tile", g, np.array([0, 1])).shape == (2, 24 + TILE_INPUT_DIM)
 
 
 def test_sampling_distinct_and_capped():

@@ -20,7 +20,7 @@ def spec(kind: str = "layout", **overrides) -> ModelSpec:
     gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
                                 residual=True, cross_attention=True, attention_heads=2, cross_mixer="gate",
                                 cross_pooled=True, effective_layout=False, edge_mismatch=False, node_reduce="mean",
-                                pooled_head=True) | overrides)
+                                pooled_head=True, tile_geometry=False) | overrides)
     return spec_of(gnn, kind)
 
 
@@ -61,7 +61,7 @@ def test_shapes_through_every_layer(norm):
     assert ConfigGate(HIDDEN)(x).shape == (5, 7, HIDDEN)
     assert ConfigCenter(HIDDEN)(x).shape == (5, 7, HIDDEN)
     assert ConfigSelfAttention(HIDDEN, 2, 0.0)(x[:, 0]).shape == (5, HIDDEN)
-    assert TileConfigEncoder(HIDDEN)(torch.zeros(4, 24)).shape == (4, HIDDEN)
+    assert TileConfigEncoder(HIDDEN, geometry=False)(torch.zeros(4, 24)).shape == (4, HIDDEN)
     for cross in (True, False):
         assert build_model(spec(norm=norm, cross_attention=cross))(g, configs).shape == (5,)
         for mixer in ("gate", "center"):
@@ -73,6 +73,8 @@ def test_shapes_through_every_layer(norm):
     tile_model = build_model(spec("tile", norm=norm))
     assert tile_model.encode_graph(graph_tensors(tile)).shape == (2 * HIDDEN,)
     assert tile_model(graph_tensors(tile), tile_config_batch(tile, np.arange(6))).shape == (6,)
+    geometry_model = build_model(spec("tile", norm=norm, tile_geometry=True))
+    assert geometry_model(graph_tensors(tile), tile_config_batch(tile, np.arange(6))).shape == (6,)
 
 
 def test_non_configurable_nodes_ignore_configs():

@@ -73,3 +73,23 @@ def test_save_load_roundtrip(tmp_path):
     norm.save(tmp_path / "normalizer.json")
     again = Normalizer.load(tmp_path / "normalizer.json")
     assert again == norm and np.array_equal(again.apply(x), norm.apply(x))
+
+
+def test_min_std_floors_nearly_constant_columns():
+    """A column almost constant on train (feature_group_count 1, once 2) puts an unseen 64 tens of deviations out;
+    the floor keeps it at its log distance from the train mean."""
+    mask = log_mask(["feature_group_count"])
+    train = np.zeros((100, 140), np.float32)
+    train[:, COL["feature_group_count"]] = 1
+    train[0, COL["feature_group_count"]] = 2
+    train[:, COL["parameter_number"]] = np.arange(100)                    # std ~ 29 > the floor: unchanged
+    plain = fit_normalizer(_stats(train, mask), mask, pad_value=-1)
+    floored = fit_normalizer(_stats(train, mask), mask, pad_value=-1, min_std=1.0)
+    k = floored.names.index("feature_group_count")
+    unseen = np.zeros((1, 140), np.float32)
+    unseen[0, COL["feature_group_count"]] = 64
+    mean = (99 * np.log(2) + np.log(3)) / 100
+    assert plain.apply(unseen)[0, k] > 50
+    assert floored.apply(unseen)[0, k] == pytest.approx(np.log(65) - mean, rel=1e-5)
+    p = floored.names.index("parameter_number")
+    assert floored.std[p] == plain.std[p] == pytest.approx(np.arange(100).std())

@@ -53,3 +53,19 @@ def test_grid_and_counts_errors_name_the_key():
         programs({"vision": {"train": 1}}, GRIDS, seed=0)
     with pytest.raises(KeyError, match="unknown splits"):
         programs({"nlp": {"training": 1}}, GRIDS, seed=0)
+
+
+def test_programs_large_preset_is_a_larger_development_signal():
+    """conf/data/programs_large.yaml composes, validates, draws its programs, and is larger than the default."""
+    from pipeline.config import compose
+    large, default = compose(["data=programs_large"]).data, compose([]).data
+    g = large.generator
+    listed = programs(g.programs, g.sizes, int(g.seed))
+    for source in ("xla", "nlp"):                              # >= 10 test graphs per layout collection
+        assert len([p for p in listed if p.source == source and p.split == "test"]) >= 10
+        assert g.programs[source].train > default.generator.programs[source].train
+    train = {p.size for p in listed if p.split != "test"}
+    test = {p.size for p in listed if p.split == "test"}
+    assert not train & test                                    # no test program is a train program
+    assert len({s.extent for s in train}) > len(set(default.generator.sizes.train.extent))
+    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
