@@ -3,8 +3,9 @@
 A member (`GnnMember`, `LgbmMember`, `HeuristicMember`) gives raw scores (lower = faster) to every config of a
 pruned graph, through the model's own inference path (GNN: every member seed of `gnn.seeds`, the chunked CPU
 forward, raw outputs averaged; LightGBM: `predict_graph`). Raw scores are not runtimes, so each member is
-calibrated once on the valid split (`calibrate`): per graph, scores and log runtimes centred, the least-squares
-slope through the origin, pooled over graphs. `ModelScorer` then maps candidates node_config_feat [B, NC, 18] to
+calibrated on the valid split (`fit_calibration`, by stage autotune in `measure_guard`, stored in the guard file the
+tool reads): per graph, scores and log runtimes centred, the least-squares slope through the origin, pooled over
+graphs. `ModelScorer` then maps candidates node_config_feat [B, NC, 18] to
 the predicted log(runtime / default runtime): slope x (score - score of the default), the default scored in the
 same batch (a GNN score depends on its batch). The ensemble is the weighted mean of its members' predictions with
 the weights stage `ensemble` chose. Missing models name the stage that writes them; a model of another

@@ -2,8 +2,8 @@
 
 Layouts: the unoptimised text's layout graph, searched with `autotune.collection`'s model (`--model`) from the
 compiler default within the region and guarded by the margin that stage autotune measured on the valid split
-(`pipeline.tuning.guard`). Tiles (when optimised text is given): every fused
-kernel, scored with `autotune.tile_collection`'s model. Everything is checked (texts parsed, collections and
+(`pipeline.tuning.guard`). Tiles (when optimised text is given): every fused kernel, scored with
+`autotune.tile_collection`'s model. Everything is checked (texts parsed, collections and
 models found) before the search starts; errors are one line naming the file or key.
 """
 from __future__ import annotations

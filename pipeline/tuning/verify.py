@@ -1,11 +1,15 @@
-"""Stage autotune: autotune every built-in test program and verify each pick with the cost model.
+"""Stage autotune: measure every collection's guard, autotune every built-in test program, verify each pick.
 
-Per built-in test program (`data.generator`, builder `programs`) and layout collection of its source: the
-program's layout graph as the dataset holds it (node_feat layout columns from the default configuration), the
-model-guided search at `autotune.stage_budget` evaluations, the guard, and two baselines at the same budget: the
-best of the featurizer's sample (`featurize.search`, what the Kaggle task ranks) and a random search, both ranked
-by the model and guarded alike. Every pick is timed by the noise-free layout cost model against the compiler
-default and the oracle (`pipeline.tuning.oracle`), which is computed once per program.
+First the guard of every collection of data.collections is measured on the valid split
+(`scorers.measure_guard`, `pipeline.tuning.guard`): the tool's file, and the guides below. Per built-in test
+program (`data.generator`, builder `programs`) and layout collection of its source: the program's layout graph as
+the dataset holds it (node_feat layout columns from the default configuration), the model-guided search at
+`autotune.stage_budget` evaluations inside the guard's region, the guard, and two baselines at the same budget:
+the best of the featurizer's sample (`featurize.search`, what the Kaggle task ranks) and a random search, both
+ranked by the model and guarded alike. Every pick is timed by the noise-free layout cost model against the
+compiler default and the oracle (`pipeline.tuning.oracle`), which is computed once per program. Tile picks:
+`pipeline.tuning.verify_tiles`. Seconds go to the timings, never to the metrics (an identical rerun writes
+identical metrics).
 """
 from __future__ import annotations
 
@@ -115,7 +119,8 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
            "oracle_gain": 1.0 - oracle_ns / t_default,
            "predicted_ratio": float(np.exp(predicted)), "verified_ratio": float(t_pick / t_default),
            "guard_kept_pick": bool(kept), "margin": rule.margin, "evaluations": result.evaluations,
-           "unguarded": {"predicted_ratio": float(np.exp(result.score)), "verified_ratio": float(t_unguarded / t_default),
+           "unguarded": {"predicted_ratio": float(np.exp(result.score)),
+                         "verified_ratio": float(t_unguarded / t_default),
                          "changed_blocks": int(np.count_nonzero(result.candidate))},
            "t_featurizer_sample_ns": float(t_sample),
            "share_featurizer_sample": share_of_gain(t_default, t_sample, oracle_ns),
@@ -179,7 +184,8 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
     metrics = {"model": s.model, "budget": s.stage_budget, "algorithm": s.search.algorithm, "all": aggregate(rows),
                "collections": per_collection, "guards": {g.collection.name: vars(g.rule) for g in guides.values()},
                "calibration": calibration, "programs": rows, "tiles": tiles}
-    timings = {"seconds": watch.elapsed(), "guard_seconds": guard_seconds, "oracle_seconds": round(oracle_seconds, DIGITS),
+    timings = {"seconds": watch.elapsed(), "guard_seconds": guard_seconds,
+               "oracle_seconds": round(oracle_seconds, DIGITS),
                "tile_seconds": round(watch.elapsed() - tiles_started, DIGITS),
                "search_seconds": mean_std([t["seconds"] for t in times]), "programs": times}
     return Verification(metrics, timings, {slug: table for slug, (table, _) in measured.items()})
