@@ -30,20 +30,20 @@ from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import template_graph
 from pipeline.tuning.report import share_of_gain
 from pipeline.tuning.scorers import load_guide
-from pipeline.tuning.search import guard, run_search
+from pipeline.tuning.search import Guard, guard, run_search
 from pipeline.tuning.space import LayoutSpace
-from pipeline.tuning.verify import AutotuneSettings, builtin_program, builtin_test_programs, noise_margin
+from pipeline.tuning.verify import AutotuneSettings, builtin_program, builtin_test_programs
 
 RESULTS = Path(__file__).parent / "results" / "autotune.md"
 TRUTH = "truth"
 
 
 def cases(cfg, s: AutotuneSettings, guides: list[str], work: Path):
-    """Yield (program name, collection, space, truth scorer, oracle ns, {guide: (scorer, margin)})."""
+    """Yield (program name, collection, space, truth scorer, oracle ns, {guide: (scorer, guard rule)})."""
     params = layout_cost(cfg.synthesize.layout_cost)
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     models = [g for g in guides if g != TRUTH]
-    loaded = {(c.slug, m): load_guide(cfg, m, c, s.calibration_configs, s.search.batch, s.seed)
+    loaded = {(c.slug, m): load_guide(cfg, m, c)
               for c in collections for m in models}
     for zoo_program in builtin_test_programs(cfg):
         program = builtin_program(zoo_program, params)
@@ -54,10 +54,9 @@ def cases(cfg, s: AutotuneSettings, guides: list[str], work: Path):
         oracle_ns = truth.default_ns * float(np.exp(oracle.score))
         for i, c in enumerate(c for c in collections if c.source == zoo_program.source):
             template = template_graph(cfg, program, c, work) if models else None
-            margin = noise_margin(cfg.paths.pruned_dir, c, s.noise_quantile)
-            scorers = {m: (loaded[c.slug, m].scorer(template), margin) for m in models}
+            scorers = {m: (loaded[c.slug, m].scorer(template), loaded[c.slug, m].rule) for m in models}
             if TRUTH in guides and i == 0:                # the cost model is the same for every collection
-                scorers[TRUTH] = (truth, 0.0)
+                scorers[TRUTH] = (truth, Guard(0.0))
             yield program.name, c, space, truth, oracle_ns, scorers
 
 
@@ -65,12 +64,12 @@ def measure(cfg, s: AutotuneSettings, budgets, seeds, guides, algorithms) -> lis
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-autotune-") as work:
         for name, c, space, truth, oracle_ns, scorers in cases(cfg, s, guides, Path(work)):
-            for (guide, (scorer, margin)), algorithm, budget, seed in (
+            for (guide, (scorer, rule)), algorithm, budget, seed in (
                     (g, a, b, sd) for g in scorers.items() for a in algorithms for b in budgets for sd in seeds):
                 settings = dataclasses.replace(s.search, time_limit_s=float("inf"))
                 result = run_search(space, scorer, settings, budget, np.random.default_rng([seed, budget]),
-                                    algorithm=algorithm)
-                pick, predicted, kept = guard(result, space.default()[0], margin)
+                                    algorithm=algorithm, max_changed=rule.max_changed)
+                pick, predicted, kept = guard(result, space.default()[0], rule)
                 t_pick, t_raw = truth.runtime_ns(space.encode(np.stack([pick, result.candidate])))
                 rows.append({"program": name, "collection": c.name, "guide": guide, "algorithm": algorithm,
                              "budget": budget, "seed": seed, "share": share_of_gain(truth.default_ns, t_pick, oracle_ns),

@@ -7,9 +7,11 @@ optimised one), searches its configuration space from the compiler default with 
 faster by the noise margin, writes `DIR/<program>.json` (default `autotune.out_dir`) and prints the predicted
 speed-up and the changes worth most. docs/autotune.md reads the JSON.
 
-Stage (`python -m pipeline.autotune --builtin`, DVC stage `autotune`): every built-in test program autotuned and
-verified with the cost model: `<metrics_dir>/autotune.json` (per program and collection the default, pick and
-oracle runtimes, the share of the oracle's gain, search seconds, two baselines; see `pipeline.tuning.verify`).
+Stage (`python -m pipeline.autotune --builtin`, DVC stage `autotune`): the guard's margin of every collection
+measured on the valid split (`<models_dir>/autotune/<slug>.json`, which the tool reads; `pipeline.tuning.guard`),
+then every built-in test program autotuned and verified with the cost model: `<metrics_dir>/autotune.json` (per
+program and collection the default, pick and oracle runtimes, the share of the oracle's gain, two baselines; per
+test kernel the tile pick; see `pipeline.tuning.verify`), its seconds in `<metrics_dir>/timings/autotune.json`.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from pipeline.files import write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.trained import PredictError
+from pipeline.timings import TIMINGS_DIR
+from pipeline.tuning.guard import guard_file
 from pipeline.tuning.report import summary_lines
 from pipeline.tuning.scorers import MODELS
 from pipeline.tuning.space import SpaceError
@@ -48,11 +52,15 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run_stage(cfg: DictConfig) -> dict:
-    """Write `<metrics_dir>/autotune.json`; returns it."""
+    """Write the guard file of every collection (`<models_dir>/autotune/<slug>.json`, read by the tool),
+    `<metrics_dir>/autotune.json` and its seconds (`<metrics_dir>/timings/autotune.json`); returns the metrics."""
     with tempfile.TemporaryDirectory(prefix="autotune-stage-") as work:
-        metrics = run(cfg, Path(work))
-    write_json(metrics, Path(cfg.paths.metrics_dir) / METRICS_NAME)
-    return metrics
+        done = run(cfg, Path(work))
+    for slug, table in done.guards.items():
+        write_json(table, guard_file(cfg.paths.models_dir, slug))
+    write_json(done.timings, Path(cfg.paths.metrics_dir) / TIMINGS_DIR / METRICS_NAME)
+    write_json(done.metrics, Path(cfg.paths.metrics_dir) / METRICS_NAME)
+    return done.metrics
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -33,6 +33,8 @@ MODEL_STAGES: dict[str, str] = {"heuristic": "heuristic", "lgbm": "lgbm", "gnn":
 GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
 LGBM_IMPORTANCE = ("lgbm", "importance.csv")
 SUBMIT_METRICS = "submit.json"
+AUTOTUNE_METRICS = "autotune.json"   # stage autotune (pipeline/autotune.py)
+AUTOTUNE_COLUMNS = ("program", "collection", "t_default_ns", "t_pick_ns", "t_oracle_ns", "share", "guard_kept_pick")
 CEILING = "ceiling"          # pseudo-model: the score of ranking by the dataset's noise-free cost model
 
 Found = tuple[pd.DataFrame, list[Path]]
@@ -283,6 +285,19 @@ def submit_scores(metrics_dir: str | Path) -> tuple[pd.DataFrame, float | None]:
     table = pd.DataFrame({"collection": list(per_collection), "score": [float(v) for v in per_collection.values()]})
     score = test.get("kaggle_score")
     return table, None if score is None else float(score)
+
+
+def autotune_runtimes(metrics_dir: str | Path) -> Found:
+    """Stage autotune's rows: per built-in test program and layout collection the cost-model runtime of the
+    compiler default, the pick and the oracle, the share of the oracle's gain and whether the guard kept the pick
+    (an empty table on data without built-in programs; the file listed as missing when the stage did not run)."""
+    path = Path(metrics_dir) / AUTOTUNE_METRICS
+    if not path.exists():
+        return pd.DataFrame(columns=list(AUTOTUNE_COLUMNS)), [path]
+    rows = read_json(path).get("programs")
+    if not isinstance(rows, list) or any(not isinstance(r, Mapping) or set(AUTOTUNE_COLUMNS) - set(r) for r in rows):
+        raise ValueError(f"{path}: key 'programs' must list rows with {list(AUTOTUNE_COLUMNS)}; re-run stage autotune")
+    return pd.DataFrame([{c: r[c] for c in AUTOTUNE_COLUMNS} for r in rows], columns=list(AUTOTUNE_COLUMNS)), []
 
 
 def flatten(payload: Mapping, prefix: str = "") -> dict[str, object]:

@@ -3,6 +3,7 @@ cost model (the `repo` fixture's `dvc repro` on data=programs_ci runs stage auto
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 
 import numpy as np
@@ -25,6 +26,23 @@ ENTRY main.3 {
 def autotune(dest, env, *args):
     return subprocess.run([str(BIN / "python"), "-m", "pipeline.autotune", *map(str, args)], cwd=dest, env=env,
                           capture_output=True, text=True)
+
+
+def test_stage_writes_seconds_apart_and_a_guard_file_per_collection(tmp_path, monkeypatch):
+    import pipeline.autotune as stage
+    from pipeline.config import load_cfg
+    from pipeline.tuning.verify import Verification
+
+    metrics = {"all": {"share": {"mean": 0.5, "std": 0.0, "n": 1}}, "programs": [{"program": "p", "share": 0.5}]}
+    timings = {"seconds": 12.5, "programs": [{"program": "p", "seconds": 1.25}]}
+    guards = {"layout-xla-random": {"collection": "layout:xla:random", "models": {"gnn": {"margin": 0.1}}}}
+    monkeypatch.setattr(stage, "run", lambda cfg, work: Verification(metrics, timings, guards))
+    cfg = load_cfg([f"paths.metrics_dir={tmp_path}/metrics", f"paths.models_dir={tmp_path}/models"])
+    assert stage.run_stage(cfg) == metrics
+    assert json.loads((tmp_path / "metrics" / "autotune.json").read_text()) == metrics      # no seconds in it
+    assert json.loads((tmp_path / "metrics" / "timings" / "autotune.json").read_text()) == timings
+    assert json.loads((tmp_path / "models" / "autotune" / "layout-xla-random.json").read_text()) == guards[
+        "layout-xla-random"]
 
 
 def test_the_command_needs_a_program_or_builtin():
@@ -55,6 +73,19 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
             assert r["predicted_ratio"] < 1.0
     summary = json.loads((dest / "metrics" / "summary.json").read_text())
     assert summary["autotune"]["share"] == metrics["all"]["share"]["mean"]
+    assert not any("seconds" in key for r in rows for key in r) and "seconds" not in metrics   # an identical
+    timings = json.loads((dest / "metrics" / "timings" / "autotune.json").read_text())          # rerun: same file
+    assert len(timings["programs"]) == len(rows) and timings["seconds"] > 0
+    for slug in ("layout-xla-random", "layout-xla-default", "layout-nlp-random", "layout-nlp-default", "tile-xla"):
+        table = json.loads((dest / "models" / "autotune" / f"{slug}.json").read_text())
+        assert set(table["models"]) == {"ensemble", "gnn", "lgbm"} and table["graphs"] > 0
+        assert all(entry["margin"] >= 0 and entry["pairs"] > 0 for entry in table["models"].values())
+    for r in rows:                                         # a kept pick lies inside the region that was measured
+        rule = metrics["guards"][r["collection"]]
+        if r["guard_kept_pick"]:
+            assert -np.log(r["predicted_ratio"]) > rule["margin"] and r["unguarded"]["changed_blocks"] <= rule[
+                "max_changed"]
+    assert metrics["tiles"]["tile:xla"]["all"]["kernels"] == len(metrics["tiles"]["tile:xla"]["kernels"]) > 0
 
 
 @pytest.mark.slow
@@ -87,12 +118,17 @@ def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
     plain.write_text(NO_CONFIGURABLE)
     program = tmp_path / "mine.hlo.txt"
     program.write_text(jax_hlo["lowered"])
+    unguarded = tmp_path / "models"                        # the models without stage autotune's guard files
+    shutil.copytree(dest / "models" / "lgbm", unguarded / "lgbm")
     cases = [((plain,), f"error: {plain}: no configurable node (convolution, dot, reshape) to lay out"),
              ((program, "--collection", "tile-xla"),
               "error: autotune.collection=tile-xla: a tile collection; autotune needs a layout model here"),
              ((program, "--model", "lgbm", "paths.models_dir=elsewhere"),
               "error: elsewhere/lgbm/layout-xla-random/model.txt: missing; run stage lgbm@layout-xla-random first "
-              "(dvc repro)")]
+              "(dvc repro)"),
+             ((program, "--model", "lgbm", f"paths.models_dir={unguarded}"),
+              f"error: {unguarded}/autotune/layout-xla-random.json: missing; run stage autotune first (dvc repro): "
+              f"it measures the guard's margin")]
     for args, line in cases:
         refused = autotune(dest, env, *args, "--out", tmp_path / "out")
         assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [line]

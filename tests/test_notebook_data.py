@@ -237,3 +237,18 @@ def test_nothing_pruned_gives_empty_tables(tmp_path):
     index, missing = reports.pruned_index(tmp_path, [TILE])
     assert index.empty and missing == [tmp_path / TILE / "index.csv"]
     assert reports.split_counts(index).empty and reports.runtime_summary(tmp_path, index)[0].empty
+
+
+def test_autotune_runtimes_per_program(tmp_path):
+    table, missing = reports.autotune_runtimes(tmp_path)
+    assert missing == [tmp_path / "autotune.json"] and list(table.columns) == list(reports.AUTOTUNE_COLUMNS)
+    row = {"program": "unet", "collection": "layout:xla:random", "t_default_ns": 200.0, "t_pick_ns": 150.0,
+           "t_oracle_ns": 100.0, "share": 0.5, "guard_kept_pick": True, "unguarded": {}}
+    write_json(tmp_path / "autotune.json", {"programs": [row, {**row, "program": "mlp", "t_pick_ns": 200.0,
+                                                                "share": 0.0, "guard_kept_pick": False}]})
+    table, missing = reports.autotune_runtimes(tmp_path)
+    assert missing == [] and table["program"].tolist() == ["unet", "mlp"]
+    assert table["t_pick_ns"].tolist() == [150.0, 200.0] and table["share"].tolist() == [0.5, 0.0]
+    write_json(tmp_path / "autotune.json", {"programs": [{"program": "unet"}]})
+    with pytest.raises(ValueError, match="autotune.json: key 'programs' must list rows with"):
+        reports.autotune_runtimes(tmp_path)

@@ -97,6 +97,7 @@ def test_results_notebook_runs(outputs_repo):
     assert "Kaggle score (mean over collections):" in out and "ensemble" in out
     assert "gnn" in out                     # the ablation table lists every stage's metrics
     assert "overall" in out                 # the score table's mean over collections
+    assert "guard_kept_pick" in out         # stage autotune's default, pick and oracle runtimes per program
 
 
 @pytest.mark.slow

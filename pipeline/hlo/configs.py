@@ -7,7 +7,10 @@ block only applies to convolutions.
   `default_block_prob`, else a uniformly random permutation of its rank.
 - `default` search: starts from the compiler default (all -1) and changes 1 + Poisson(`perturbed_nodes_mean`)
   blocks, each set explicitly to its default permutation or to it with two adjacent dimensions swapped.
-Both then overwrite `duplicate_fraction` of the rows with copies of earlier rows (runtimes get fresh noise).
+Both then replace `near_default_share` of the rows (0: none, no draw) with the compiler default with
+1 + Poisson(`perturbed_nodes_mean`) blocks set to a uniformly random permutation (what the autotune search's
+mutations of the default visit), and overwrite `duplicate_fraction` of the rows with copies of earlier rows
+(runtimes get fresh noise).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ class SearchParams:
     perturbed_nodes_mean: float
     swap_prob: float
     duplicate_fraction: float
+    near_default_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,22 @@ def default_search(specs: list[BlockSpec], n_configs: int, params: SearchParams,
     return feat
 
 
+def add_near_default(feat: np.ndarray, specs: list[BlockSpec], share: float, mean_extra: float,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Replace round(share * C) random rows of feat [C, NC, 18] with the compiler default with 1 + Poisson(mean_extra)
+    blocks set to a uniformly random permutation of their rank, in place; returns feat (no draw when share is 0)."""
+    n = min(len(feat), int(round(share * len(feat))))
+    blocks = [(k, block, rank) for k, spec in enumerate(specs) for block, rank, _ in spec.blocks]
+    if n <= 0 or not blocks:
+        return feat
+    for row in rng.choice(len(feat), size=n, replace=False):
+        feat[row] = -1
+        for i in rng.integers(len(blocks), size=1 + rng.poisson(mean_extra)):
+            k, block, rank = blocks[int(i)]
+            feat[row, k, block * MAX_DIMS:block * MAX_DIMS + rank] = rng.permutation(rank)
+    return feat
+
+
 def add_duplicates(feat: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
     """Overwrite round(fraction * C) rows (never row 0) with copies of earlier rows, in place; returns feat."""
     n = len(feat)
@@ -112,4 +132,5 @@ def sample_layout_configs(specs: list[BlockSpec], n_configs: int, search: str, p
         feat = default_search(specs, n_configs, params, rng)
     else:
         raise ValueError(f"search: expected one of {SEARCHES}, got {search!r}")
+    feat = add_near_default(feat, specs, params.near_default_share, params.perturbed_nodes_mean, rng)
     return add_duplicates(feat, params.duplicate_fraction, rng)

@@ -22,7 +22,8 @@ def frozen_params(cls: type[P], section: Mapping) -> P:
 def search_params(section: Mapping) -> SearchParams:
     """The layout `search` section: how `default`-search configurations perturb the compiler's layouts."""
     return SearchParams(tuple(section["default_block_prob"]), float(section["perturbed_nodes_mean"]),
-                        float(section["swap_prob"]), float(section["duplicate_fraction"]))
+                        float(section["swap_prob"]), float(section["duplicate_fraction"]),
+                        float(section["near_default_share"]))
 
 
 def layout_cost(section: Mapping) -> LayoutCostParams:

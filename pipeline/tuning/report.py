@@ -52,7 +52,7 @@ def summary_lines(result: dict) -> list[str]:
             f"{result['model']} ({result['collection']}), {result['evaluations']} evaluations in "
             f"{result['seconds']:.1f} s")
     if result["guarded"]:
-        head += "; no pick beat the default by the noise margin: the default is kept"
+        head += "; no pick passed the guard (the valid split's error margin and region): the default is kept"
     lines = [head]
     for c in result["changes"]:
         lines.append(f"  {c['computation']}/{c['instruction']} {c['block']}: {c['default']} -> {c['chosen']} "
@@ -76,5 +76,14 @@ def aggregate(rows: Sequence[dict]) -> dict:
            for key in ("share", "share_featurizer_sample", "share_random_search")}
     out["small_gain_programs"] = sorted({r["program"] for r in rows if r["share"] is None})
     out["min_share"] = min((r["share"] for r in counted), default=None)
-    out["search_seconds"] = mean_std([r["seconds"] for r in rows])
+    out["guarded"] = sum(not r["guard_kept_pick"] for r in rows)
     return out
+
+
+def aggregate_tiles(rows: Sequence[dict]) -> dict:
+    """Mean share of the tile picks over the kernels whose share is defined; the others counted apart."""
+    counted = [r for r in rows if r["share"] is not None]
+    return {"share": mean_std([r["share"] for r in counted]),
+            "min_share": min((r["share"] for r in counted), default=None),
+            "guarded": sum(not r["guard_kept_pick"] for r in rows), "kernels": len(rows),
+            "small_gain_kernels": len(rows) - len(counted)}

@@ -3,8 +3,9 @@
 A member (`GnnMember`, `LgbmMember`, `HeuristicMember`) gives raw scores (lower = faster) to every config of a
 pruned graph, through the model's own inference path (GNN: every member seed of `gnn.seeds`, the chunked CPU
 forward, raw outputs averaged; LightGBM: `predict_graph`). Raw scores are not runtimes, so each member is
-calibrated once on the valid split (`calibrate`): per graph, scores and log runtimes centred, the least-squares
-slope through the origin, pooled over graphs. `ModelScorer` then maps candidates node_config_feat [B, NC, 18] to
+calibrated on the valid split (`fit_calibration`, by stage autotune in `measure_guard`, stored in the guard file the
+tool reads): per graph, scores and log runtimes centred, the least-squares slope through the origin, pooled over
+graphs. `ModelScorer` then maps candidates node_config_feat [B, NC, 18] to
 the predicted log(runtime / default runtime): slope x (score - score of the default), the default scored in the
 same batch (a GNN score depends on its batch). The ensemble is the weighted mean of its members' predictions with
 the weights stage `ensemble` chose. Missing models name the stage that writes them; a model of another
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -25,7 +26,10 @@ from pipeline.pruned import PrunedGraph, iter_split
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.heuristic_model.scores import default_block_counts, tile_scores as heuristic_tile_scores
 from pipeline.lgbm_model.infer import predict_graph as lgbm_predict_graph
+from pipeline.config import data_fingerprint
 from pipeline.trained import PredictError, ensemble_weights
+from pipeline.tuning.guard import ValidSample, guard_file, model_guard, read_guard, sample_valid, trust_region
+from pipeline.tuning.search import Guard
 from pipeline.tuning.program import with_configs
 
 MODELS = AUTOTUNE_MODELS
@@ -103,6 +107,9 @@ class HeuristicMember:
         return -default_block_counts(np.asarray(graph.node_config_feat)).astype(np.float64)
 
 
+MEMBERS = {"gnn": GnnMember, "lgbm": LgbmMember, "heuristic": HeuristicMember}
+
+
 @dataclass
 class Calibration:
     """log runtime per unit of raw score (slope) and the correlation of the two on valid (centred per graph)."""
@@ -112,23 +119,22 @@ class Calibration:
     configs: int
 
 
-def calibrate(member, graphs: Sequence[PrunedGraph], max_configs: int, batch: int,
-              rng: np.random.Generator) -> Calibration:
-    """Least-squares slope through the origin of centred log runtime on centred raw score, pooled over graphs."""
-    xs, ys = [], []
-    for graph in graphs:
-        rows = np.sort(rng.permutation(graph.n_kept)[:max_configs])
-        feat = np.asarray(graph.config_feat if graph.config_feat is not None else graph.node_config_feat)[rows]
-        score = np.concatenate([member.raw(with_configs(graph, feat[lo:lo + batch]))
-                                for lo in range(0, len(rows), batch)])
-        y = np.log(np.asarray(graph.config_runtime, dtype=np.float64)[rows])
-        xs.append(score - score.mean())
-        ys.append(y - y.mean())
-    x, y = np.concatenate(xs), np.concatenate(ys)
+def fit_calibration(samples: Sequence[ValidSample], name: str) -> Calibration:
+    """Least-squares slope through the origin of centred log runtime on member `name`'s centred raw score, pooled
+    over the graphs' samples."""
+    xs = [s.raw[name] - s.raw[name].mean() for s in samples]
+    ys = [s.log_runtime - s.log_runtime.mean() for s in samples]
+    x, y = (np.concatenate(xs), np.concatenate(ys)) if xs else (np.zeros(0), np.zeros(0))
     sxx, syy = float(x @ x), float(y @ y)
     if sxx == 0:
         return Calibration(0.0, 0.0, len(x))
     return Calibration(float(x @ y) / sxx, float(x @ y) / np.sqrt(sxx * syy) if syy > 0 else 0.0, len(x))
+
+
+def calibrate(member, graphs: Sequence[PrunedGraph], max_configs: int, batch: int,
+              rng: np.random.Generator) -> Calibration:
+    """`fit_calibration` of one member on up to max_configs configurations per graph."""
+    return fit_calibration(sample_valid(graphs, [member], max_configs, batch, rng), member.name)
 
 
 class ModelScorer:
@@ -156,34 +162,82 @@ class ModelScorer:
 
 @dataclass
 class Guide:
-    """A collection's model as a search guide: members, their weights and valid calibrations."""
+    """A collection's model as a search guide: members, their weights, valid calibrations and the guard's margin."""
 
     model: str
     collection: Collection
     members: list
     weights: list[float]
     calibrations: list[Calibration]
+    rule: Guard = Guard(0.0)
 
     def scorer(self, template: PrunedGraph) -> ModelScorer:
         return ModelScorer(template, self.members, self.weights, self.calibrations)
 
 
-def load_guide(cfg: DictConfig, model: str, collection: Collection, max_configs: int, batch: int,
-               seed: int) -> Guide:
-    """Load `model` (ensemble | gnn | lgbm) of `collection` and calibrate its members on the valid split."""
+def model_weights(cfg: DictConfig, model: str, collection: Collection) -> dict[str, float]:
+    """The members a model blends and their weights (> 0): the ensemble's chosen by stage ensemble, else {model: 1}."""
     if model not in MODELS:
         raise PredictError(f"--model {model!r}: expected one of {MODELS}")
-    makers = {"gnn": GnnMember, "lgbm": LgbmMember, "heuristic": HeuristicMember}
     weights = ensemble_weights(cfg, collection) if model == "ensemble" else {model: 1.0}
-    unknown = set(weights) - set(makers)
+    unknown = set(weights) - set(MEMBERS)
     if unknown:
-        raise PredictError(f"ensemble members {sorted(unknown)}: autotune scores with {sorted(makers)} only")
-    used = {name: w for name, w in weights.items() if w > 0}
-    members = [makers[name](cfg, collection) for name in used]
+        raise PredictError(f"ensemble members {sorted(unknown)}: autotune scores with {sorted(MEMBERS)} only")
+    return {name: float(w) for name, w in weights.items() if w > 0}
+
+
+def load_members(cfg: DictConfig, names, collection: Collection) -> dict:
+    """{name: member} of the trained models `names` of `collection` (missing ones name their stage)."""
+    return {name: MEMBERS[name](cfg, collection) for name in names}
+
+
+def valid_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
+    """The collection's pruned valid graphs (one line naming stage prune when they are missing)."""
     try:
-        valid = list(iter_split(cfg.paths.pruned_dir, collection.slug, CALIBRATION_SPLIT, mmap=False))
+        return list(iter_split(cfg.paths.pruned_dir, collection.slug, CALIBRATION_SPLIT, mmap=False))
     except FileNotFoundError:
         raise PredictError(f"{cfg.paths.pruned_dir}/{collection.slug}: missing; run stage prune@{collection.slug} "
                            f"first (dvc repro)") from None
-    calibrations = [calibrate(m, valid, max_configs, batch, np.random.default_rng(seed)) for m in members]
-    return Guide(model, collection, members, list(used.values()), calibrations)
+
+
+def measure_guard(cfg: DictConfig, collection: Collection, max_configs: int, batch: int, seed: int,
+                  quantile: float) -> tuple[dict, dict]:
+    """Stage autotune: (the guard file's table of `collection`, its loaded members). Every member any
+    AUTOTUNE model uses is calibrated on the same valid sample, then each model's margin is measured
+    (`pipeline.tuning.guard`)."""
+    per_model = {model: model_weights(cfg, model, collection) for model in MODELS}
+    names = sorted({name for weights in per_model.values() for name in weights})
+    members = load_members(cfg, names, collection)
+    samples = sample_valid(valid_graphs(cfg, collection), list(members.values()), max_configs, batch,
+                           np.random.default_rng(seed))
+    calibrations = {name: fit_calibration(samples, name) for name in names}
+    slopes = {name: cal.slope for name, cal in calibrations.items()}
+    table = {"collection": collection.name, "data_fingerprint": data_fingerprint(cfg.data),
+             "split": CALIBRATION_SPLIT, "error_quantile": quantile, "graphs": len(samples), **trust_region(samples),
+             "calibrations": {name: vars(cal) for name, cal in calibrations.items()},
+             "models": {model: model_guard(samples, weights, slopes, quantile) for model, weights in per_model.items()}}
+    return table, members
+
+
+def guide_of(table: Mapping, model: str, collection: Collection, members: Mapping) -> Guide:
+    """A model's guide from a guard table (`measure_guard`, or the file the tool reads) and loaded members."""
+    entry = table["models"][model]
+    names = list(entry["weights"])
+    rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"))
+    return Guide(model, collection, [members[n] for n in names], [entry["weights"][n] for n in names],
+                 [Calibration(**table["calibrations"][n]) for n in names], rule)
+
+
+def load_guide(cfg: DictConfig, model: str, collection: Collection) -> Guide:
+    """The tool's guide: `model` of `collection` with the calibrations and margin stage autotune measured (refused
+    when the guard file is missing, made on other data, or with other ensemble weights)."""
+    weights = model_weights(cfg, model, collection)
+    members = load_members(cfg, weights, collection)            # a missing model names its own stage first
+    path = guard_file(cfg.paths.models_dir, collection.slug)
+    entry = read_guard(cfg.paths.models_dir, collection.slug, model, data_fingerprint(cfg.data))
+    if entry["weights"] != weights:
+        raise PredictError(f"{path}: measured with weights {entry['weights']}, but the models now use {weights}; "
+                           f"run stage autotune (dvc repro)")
+    table = {"models": {model: entry}, "calibrations": entry["calibrations"], "max_gain": entry["max_gain"],
+             "max_changed": entry["max_changed"]}
+    return guide_of(table, model, collection, members)

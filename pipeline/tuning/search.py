@@ -61,8 +61,10 @@ class SearchResult:
 class Objective:
     """A scorer with a budget, a cache, batching and the best candidate seen (see the module docstring)."""
 
-    def __init__(self, space: LayoutSpace, scorer: Scorer, budget: int, batch: int, time_limit_s: float):
+    def __init__(self, space: LayoutSpace, scorer: Scorer, budget: int, batch: int, time_limit_s: float,
+                 max_changed: int | None = None):
         self.space, self.scorer, self.budget, self.batch = space, scorer, int(budget), int(batch)
+        self.max_changed = max_changed
         self.deadline = time.perf_counter() + float(time_limit_s)
         self.started = time.perf_counter()
         self.cache: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}
@@ -76,6 +78,10 @@ class Objective:
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
         """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach)."""
         keys = [c.tobytes() for c in candidates]
+        if self.max_changed is not None:                  # outside the trust region: +inf, never scored
+            for key, c in zip(keys, candidates):
+                if changed_blocks(c) > self.max_changed:
+                    self.cache.setdefault(key, np.inf)
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         for lo in range(0, len(todo), self.batch):
@@ -161,10 +167,12 @@ def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> No
 
 
 def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: int, rng: np.random.Generator,
-               algorithm: str | None = None, start: np.ndarray | None = None) -> SearchResult:
-    """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`."""
+               algorithm: str | None = None, start: np.ndarray | None = None,
+               max_changed: int | None = None) -> SearchResult:
+    """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`, among
+    the candidates that change at most `max_changed` blocks from the compiler default (None: all)."""
     algorithm = algorithm or s.algorithm
-    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s)
+    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s, max_changed)
     if algorithm == "evolution":
         evolution(objective, s, rng, s.local_share)
     elif algorithm == "local":
@@ -178,9 +186,28 @@ def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: in
     return objective.result()
 
 
-def guard(result: SearchResult, default: np.ndarray, margin: float) -> tuple[np.ndarray, float, bool]:
-    """(candidate, score, kept): the pick when its score is below -margin (predicted faster than the default by
-    more than the noise), else the default with score 0 and kept False."""
-    if result.score < -margin:
+def changed_blocks(candidate: np.ndarray) -> int:
+    """Blocks of candidate [NC, 3] not at the compiler default."""
+    return int(np.count_nonzero(candidate))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What a pick must satisfy to be returned (`pipeline.tuning.guard` measures it on the valid split): predicted
+    faster than the default by more than `margin`, by no more than `max_gain` (None: any), and changing at most
+    `max_changed` blocks (None: any), the region where the margin was measured."""
+
+    margin: float
+    max_gain: float | None = None
+    max_changed: int | None = None
+
+    def keeps(self, score: float, changed: int = 0) -> bool:
+        return (score < -self.margin and (self.max_gain is None or score >= -self.max_gain)
+                and (self.max_changed is None or changed <= self.max_changed))
+
+
+def guard(result: SearchResult, default: np.ndarray, rule: Guard) -> tuple[np.ndarray, float, bool]:
+    """(candidate, score, kept): the pick when `rule` keeps it, else the default with score 0 and kept False."""
+    if rule.keeps(result.score, changed_blocks(result.candidate)):
         return result.candidate, result.score, True
     return np.asarray(default, dtype=np.int16), 0.0, False

@@ -3,12 +3,14 @@
 Valid tile sizes are the built-in generator's (`pipeline.synth.tiles`): per output dimension a power of two or the
 full size (the two minor dimensions at least `min_tile`), convolutions also an input-feature tile. A kernel with
 more than `max_configs` of them is scored on that many drawn at random (the compiler default always included).
-The pick is guarded like a layout pick: kept only when predicted faster than the default by the noise margin.
+The pick is guarded like a layout pick: kept only when predicted faster than the default by the tile
+collection's margin (`pipeline.tuning.guard`).
 """
 from __future__ import annotations
 
 import itertools
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,27 +65,51 @@ def tile_template(cfg: DictConfig, program: TileProgram, default_row: np.ndarray
     return graph, float(report["params"]["pad_value"])
 
 
+@dataclass(frozen=True)
+class TilePick:
+    """One kernel's scored tile sizes: rows [C, 24] (the default first), the model's pick and whether it is kept."""
+
+    rows: np.ndarray             # [C, 24] float32, unpadded (what the cost model reads)
+    best: int                    # row index of the model's best non-default size (0 when there is none)
+    score: float                 # its predicted log runtime ratio against the default (0.0 when there is none)
+    kept: bool                   # the guard kept it (`Guard.keeps`)
+
+    @property
+    def pick(self) -> int:
+        """The row the guard returns: best when kept, else the default (0)."""
+        return self.best if self.kept else 0
+
+
+def pick_tile(cfg: DictConfig, program: TileProgram, guide: Guide, search: TileSearch, max_configs: int,
+              batch: int, work_dir: Path, rng: np.random.Generator) -> TilePick:
+    """Score every valid tile size of one kernel with the guide; the best kept when predicted faster than the
+    default as the guide's rule asks (`pipeline.tuning.search.Guard`)."""
+    rows = tile_candidates(program, search, max_configs, rng)
+    template, pad = tile_template(cfg, program, rows[0], guide.collection, work_dir)
+    scorer = guide.scorer(template)
+    padded = repad_config_feat(rows[1:], pad)                                # [C - 1, 24]
+    scores = np.concatenate([scorer(padded[lo:lo + batch]) for lo in range(0, len(padded), batch)] or [[]])
+    if not len(scores):
+        return TilePick(rows, 0, 0.0, False)
+    best = int(np.argmin(scores))
+    return TilePick(rows, best + 1, float(scores[best]), guide.rule.keeps(float(scores[best])))
+
+
 def tune_tiles(cfg: DictConfig, kernels: list[TileProgram], guide: Guide, search: TileSearch, max_configs: int,
-               batch: int, margin: float, work_dir: Path, rng: np.random.Generator) -> list[dict]:
+               batch: int, work_dir: Path, rng: np.random.Generator) -> list[dict]:
     """One object per distinct fused kernel: fusion, computation, tile, default_tile, predicted_ratio, kept."""
     out, seen = [], set()
     for program in kernels:
         if program.kernel in seen:
             continue
         seen.add(program.kernel)
-        rows = tile_candidates(program, search, max_configs, rng)
-        template, pad = tile_template(cfg, program, rows[0], guide.collection, work_dir)
-        scorer = guide.scorer(template)
-        padded = repad_config_feat(rows[1:], pad)                                # [C - 1, 24]
-        scores = np.concatenate([scorer(padded[lo:lo + batch]) for lo in range(0, len(padded), batch)] or [[]])
-        best = int(np.argmin(scores)) if len(scores) else -1
-        kept = best >= 0 and scores[best] < -margin
-        pick = rows[best + 1] if kept else rows[0]
+        found = pick_tile(cfg, program, guide, search, max_configs, batch, work_dir, rng)
+        pick, default = found.rows[found.pick], found.rows[0]
         rank = len(program.kernel.out_shape)
         out.append({"fusion": program.name, "computation": kernel_output(program.graph).computation,
                     "tile": [int(v) for v in pick[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
                     "input_feature_tile": int(pick[KERNEL_BOUNDS + 2]) if program.kernel.kind == "conv" else None,
-                    "default_tile": [int(v) for v in rows[0][OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
-                    "predicted_ratio": float(np.exp(scores[best])) if kept else 1.0, "kept": bool(kept),
-                    "tile_sizes_scored": int(len(rows))})
+                    "default_tile": [int(v) for v in default[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
+                    "predicted_ratio": float(np.exp(found.score)) if found.kept else 1.0, "kept": found.kept,
+                    "tile_sizes_scored": int(len(found.rows))})
     return out

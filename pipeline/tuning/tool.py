@@ -1,8 +1,9 @@
 """The autotune tool on a user's program: HLO text in, `<out>/<program>.json` of layouts and tiles out.
 
 Layouts: the unoptimised text's layout graph, searched with `autotune.collection`'s model (`--model`) from the
-compiler default, guarded by the collection's noise margin. Tiles (when optimised text is given): every fused
-kernel, scored with `autotune.tile_collection`'s model. Everything is checked (texts parsed, collections and
+compiler default within the region and guarded by the margin that stage autotune measured on the valid split
+(`pipeline.tuning.guard`). Tiles (when optimised text is given): every fused kernel, scored with
+`autotune.tile_collection`'s model. Everything is checked (texts parsed, collections and
 models found) before the search starts; errors are one line naming the file or key.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.search import guard, run_search
 from pipeline.tuning.space import LayoutSpace
 from pipeline.tuning.tiles import tune_tiles
-from pipeline.tuning.verify import AutotuneSettings, noise_margin
+from pipeline.tuning.verify import AutotuneSettings
 from pipeline.settings.sections import tile_search
 
 
@@ -77,28 +78,27 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     program = read_program(name, read_text(request.program), str(request.program),
                            read_text(request.optimized) if request.optimized else None, str(request.optimized))
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
-    guide = load_guide(cfg, model, collection, s.calibration_configs, s.search.batch, s.seed)
-    margin = noise_margin(cfg.paths.pruned_dir, collection, s.noise_quantile)
+    guide = load_guide(cfg, model, collection)
     tile_guide = None
     if program.tiles:
         tile_collection = checked_collection(cfg, str(cfg.autotune.tile_collection), "tile",
                                              "autotune.tile_collection")
-        tile_guide = load_guide(cfg, model, tile_collection, s.calibration_configs, s.search.batch, s.seed)
+        tile_guide = load_guide(cfg, model, tile_collection)
     with tempfile.TemporaryDirectory(prefix="autotune-") as work:
         scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
-        result = run_search(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name))
-        pick, score, kept = guard(result, space.default()[0], margin)
+        result = run_search(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name),
+                            max_changed=guide.rule.max_changed)
+        pick, score, kept = guard(result, space.default()[0], guide.rule)
         tiles = []
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
-            tile_margin = noise_margin(cfg.paths.pruned_dir, tile_guide.collection, s.noise_quantile)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
-                               s.search.batch, tile_margin, Path(work), graph_rng(s.seed, "autotune-tile", name))
+                               s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", name))
         top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch)
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
-           "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "noise_margin": margin,
+           "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
            "layouts": space.layouts(pick), "tiles": tiles, "changes": top}
     path = folder / f"{name}.json"
     folder.mkdir(parents=True, exist_ok=True)

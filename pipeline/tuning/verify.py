@@ -1,15 +1,18 @@
-"""Stage autotune: autotune every built-in test program and verify each pick with the cost model.
+"""Stage autotune: measure every collection's guard, autotune every built-in test program, verify each pick.
 
-Per built-in test program (`data.generator`, builder `programs`) and layout collection of its source: the
-program's layout graph as the dataset holds it (node_feat layout columns from the default configuration), the
-model-guided search at `autotune.stage_budget` evaluations, the guard, and two baselines at the same budget: the
-best of the featurizer's sample (`featurize.search`, what the Kaggle task ranks) and a random search, both ranked
-by the model and guarded alike. Every pick is timed by the noise-free layout cost model against the compiler
-default and the oracle (`pipeline.tuning.oracle`), which is computed once per program.
+First the guard of every collection of data.collections is measured on the valid split
+(`scorers.measure_guard`, `pipeline.tuning.guard`): the tool's file, and the guides below. Per built-in test
+program (`data.generator`, builder `programs`) and layout collection of its source: the program's layout graph as
+the dataset holds it (node_feat layout columns from the default configuration), the model-guided search at
+`autotune.stage_budget` evaluations inside the guard's region, the guard, and two baselines at the same budget:
+the best of the featurizer's sample (`featurize.search`, what the Kaggle task ranks) and a random search, both
+ranked by the model and guarded alike. Every pick is timed by the noise-free layout cost model against the
+compiler default and the oracle (`pipeline.tuning.oracle`), which is computed once per program. Tile picks:
+`pipeline.tuning.verify_tiles`. Seconds go to the timings, never to the metrics (an identical rerun writes
+identical metrics).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -19,18 +22,18 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
-from pipeline.files import read_json
 from pipeline.hlo.featurize import layout_configs
 from pipeline.hlo.node_features import with_layouts
-from pipeline.pruned import REPORT_FILE, collection_dir, spread_quantile
 from pipeline.seeds import graph_rng
 from pipeline.settings.sections import layout_cost, search_params
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import Program, template_graph
-from pipeline.tuning.report import aggregate, share_of_gain
-from pipeline.tuning.scorers import Guide, load_guide
-from pipeline.tuning.search import SearchResult, SearchSettings, guard, run_search
+from pipeline.timings import DIGITS, Stopwatch
+from pipeline.tuning.report import aggregate, mean_std, share_of_gain
+from pipeline.tuning.scorers import Guide, guide_of, measure_guard
+from pipeline.tuning.verify_tiles import verify_tiles
+from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
 from pipeline.tuning.space import LayoutSpace
 
 PROGRAMS_BUILDER = "programs"
@@ -45,7 +48,7 @@ class AutotuneSettings:
     stage_budget: int
     seed: int
     search: SearchSettings
-    noise_quantile: float
+    error_quantile: float
     calibration_configs: int
     oracle_budget: int
     oracle_random: int
@@ -54,18 +57,9 @@ class AutotuneSettings:
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "AutotuneSettings":
         return cls(str(cfg["model"]), int(cfg["budget"]), int(cfg["stage_budget"]), int(cfg["seed"]),
-                   SearchSettings.from_cfg(cfg["search"]), float(cfg["guard"]["noise_quantile"]),
+                   SearchSettings.from_cfg(cfg["search"]), float(cfg["guard"]["error_quantile"]),
                    int(cfg["calibration"]["configs"]), int(cfg["oracle"]["budget"]),
                    int(cfg["oracle"]["random_samples"]), int(cfg["oracle"]["batch"]))
-
-
-def noise_margin(pruned_dir: str, collection: Collection, quantile: float) -> float:
-    """log(1 + the `quantile` of the duplicate-runtime spread stage prune measured): the guard's margin."""
-    path = collection_dir(pruned_dir, collection.slug) / REPORT_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing; run stage prune@{collection.slug} first (dvc repro)")
-    spread = spread_quantile(read_json(path).get("duplicate_spread"), quantile, str(path))
-    return float(np.log1p(spread or 0.0))
 
 
 def builtin_test_programs(cfg: DictConfig) -> list:
@@ -89,59 +83,83 @@ def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
     return Program(zoo_program.name, layout, with_layouts(layout.node_feat, model.default_minor_to_major()), ())
 
 
-def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, margin: float) -> np.ndarray:
+def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, rule: Guard) -> np.ndarray:
     best = int(np.argmin(scores))
-    return guard(SearchResult(candidates[best], float(scores[best]), len(scores), 0.0), space.default()[0], margin)[0]
+    return guard(SearchResult(candidates[best], float(scores[best]), len(scores), 0.0), space.default()[0], rule)[0]
 
 
 def featurizer_baseline(program: Program, space: LayoutSpace, collection: Collection, scorer, n: int,
-                        params: SearchParams, batch: int, margin: float, seed: int) -> np.ndarray:
+                        params: SearchParams, batch: int, rule: Guard, seed: int) -> np.ndarray:
     """The guarded best of n configurations sampled as `featurize` samples them, ranked by the model."""
     rng = graph_rng(seed, "autotune-featurizer", collection.slug, program.name)
     _, feat = layout_configs(program.layout, collection.search, n, params, rng)      # [n, NC, 18], every node
     scores = np.concatenate([scorer(feat[lo:lo + batch]) for lo in range(0, n, batch)])
-    return _best_guarded(scores, space.decode(feat), space, margin)
+    return _best_guarded(scores, space.decode(feat), space, rule)
 
 
 def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer, oracle_ns: float,
-                   collection: Collection, guide: Guide, template, s: AutotuneSettings, margin: float,
-                   featurize_search: SearchParams) -> dict:
-    """One row of metrics/autotune.json (see the module docstring)."""
-    scorer = guide.scorer(template)
+                   collection: Collection, guide: Guide, template, s: AutotuneSettings,
+                   featurize_search: SearchParams) -> tuple[dict, dict]:
+    """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
+    scorer, rule = guide.scorer(template), guide.rule
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
-    result = run_search(space, scorer, s.search, s.stage_budget, rng)
-    pick, predicted, kept = guard(result, space.default()[0], margin)
-    random_pick = run_search(space, scorer, s.search, s.stage_budget, rng, algorithm="random")
-    random_pick = guard(random_pick, space.default()[0], margin)[0]
+    result = run_search(space, scorer, s.search, s.stage_budget, rng, max_changed=rule.max_changed)
+    pick, predicted, kept = guard(result, space.default()[0], rule)
+    random_pick = run_search(space, scorer, s.search, s.stage_budget, rng, algorithm="random",
+                             max_changed=rule.max_changed)
+    random_pick = guard(random_pick, space.default()[0], rule)[0]
     sample_pick = featurizer_baseline(program, space, collection, scorer, s.stage_budget, featurize_search,
-                                      s.search.batch, margin, s.seed)
+                                      s.search.batch, rule, s.seed)
     t_default = truth.default_ns
-    t_pick, t_random, t_sample = truth.runtime_ns(space.encode(np.stack([pick, random_pick, sample_pick])))
-    return {"program": program.name, "collection": collection.name, "model": guide.model,
-            "configurable_nodes": space.n_nodes, "t_default_ns": t_default, "t_pick_ns": float(t_pick),
-            "t_oracle_ns": oracle_ns, "share": share_of_gain(t_default, t_pick, oracle_ns),
-            "oracle_gain": 1.0 - oracle_ns / t_default,
-            "predicted_ratio": float(np.exp(predicted)), "verified_ratio": float(t_pick / t_default),
-            "guard_kept_pick": bool(kept), "evaluations": result.evaluations, "seconds": result.seconds,
-            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
-            "t_featurizer_sample_ns": float(t_sample),
-            "share_featurizer_sample": share_of_gain(t_default, t_sample, oracle_ns),
-            "t_random_search_ns": float(t_random),
-            "share_random_search": share_of_gain(t_default, t_random, oracle_ns)}
+    t_pick, t_random, t_sample, t_unguarded = truth.runtime_ns(
+        space.encode(np.stack([pick, random_pick, sample_pick, result.candidate])))
+    row = {"program": program.name, "collection": collection.name, "model": guide.model,
+           "configurable_nodes": space.n_nodes, "t_default_ns": t_default, "t_pick_ns": float(t_pick),
+           "t_oracle_ns": oracle_ns, "share": share_of_gain(t_default, t_pick, oracle_ns),
+           "oracle_gain": 1.0 - oracle_ns / t_default,
+           "predicted_ratio": float(np.exp(predicted)), "verified_ratio": float(t_pick / t_default),
+           "guard_kept_pick": bool(kept), "margin": rule.margin, "evaluations": result.evaluations,
+           "unguarded": {"predicted_ratio": float(np.exp(result.score)),
+                         "verified_ratio": float(t_unguarded / t_default),
+                         "changed_blocks": int(np.count_nonzero(result.candidate))},
+           "t_featurizer_sample_ns": float(t_sample),
+           "share_featurizer_sample": share_of_gain(t_default, t_sample, oracle_ns),
+           "t_random_search_ns": float(t_random),
+           "share_random_search": share_of_gain(t_default, t_random, oracle_ns)}
+    return row, {"program": program.name, "collection": collection.name, "seconds": round(result.seconds, DIGITS),
+                 "evaluations_per_s": round(result.evaluations / max(result.seconds, 1e-9), DIGITS)}
 
 
-def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> dict:
-    """Every built-in test program x layout collection: the rows and their aggregates (metrics/autotune.json)."""
-    started = time.perf_counter()
+@dataclass
+class Verification:
+    """What stage autotune writes: the metrics, the timings (their own file) and the guard table per collection."""
+
+    metrics: dict
+    timings: dict
+    guards: dict                 # slug -> guard table (pipeline.tuning.guard)
+
+
+def measure_guards(cfg: DictConfig, s: AutotuneSettings, progress: bool) -> dict:
+    """slug -> (guard table, loaded members) of every collection of data.collections."""
+    collections = [Collection.parse(x) for x in cfg.data.collections]
+    return {c.slug: measure_guard(cfg, c, s.calibration_configs, s.search.batch, s.seed, s.error_quantile)
+            for c in tqdm(collections, desc="autotune guard", unit="collection", disable=not progress)}
+
+
+def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
+    """The guard of every collection, then every built-in test program x layout collection verified (the rows and
+    their aggregates) and every built-in test kernel's tile pick (`pipeline.tuning.verify_tiles`)."""
+    watch = Stopwatch()
     s = AutotuneSettings.from_cfg(cfg.autotune)
     params = layout_cost(cfg.synthesize.layout_cost)
     featurize_search = search_params(cfg.featurize.search)
+    measured = measure_guards(cfg, s, progress)
+    guard_seconds = watch.elapsed()
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     zoo = builtin_test_programs(cfg)
-    guides = {c.slug: load_guide(cfg, s.model, c, s.calibration_configs, s.search.batch, s.seed)
+    guides = {c.slug: guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1])
               for c in collections if any(p.source == c.source for p in zoo)}
-    margins = {slug: noise_margin(cfg.paths.pruned_dir, g.collection, s.noise_quantile) for slug, g in guides.items()}
-    rows, oracle_seconds = [], 0.0
+    rows, times, oracle_seconds = [], [], 0.0
     for zoo_program in tqdm(zoo, desc="autotune", unit="program", disable=not progress):
         program = builtin_program(zoo_program, params)
         space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
@@ -153,13 +171,21 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> dict:
         for c in collections:
             if c.slug in guides and c.source == zoo_program.source:
                 template = template_graph(cfg, program, c, work_dir)
-                rows.append(verify_program(program, space, truth, oracle_ns, c, guides[c.slug], template, s,
-                                           margins[c.slug], featurize_search))
+                row, seconds = verify_program(program, space, truth, oracle_ns, c, guides[c.slug], template, s,
+                                              featurize_search)
+                rows.append(row)
+                times.append(seconds)
     per_collection = {c.name: aggregate([r for r in rows if r["collection"] == c.name])
                       for c in collections if c.slug in guides}
     calibration = {g.collection.name: {m.name: vars(cal) for m, cal in zip(g.members, g.calibrations)}
                    for g in guides.values()}
-    return {"model": s.model, "budget": s.stage_budget, "algorithm": s.search.algorithm, "all": aggregate(rows),
-            "collections": per_collection, "margins": {guides[k].collection.name: v for k, v in margins.items()},
-            "calibration": calibration, "oracle_seconds": oracle_seconds,
-            "seconds": time.perf_counter() - started, "programs": rows}
+    tiles_started = watch.elapsed()
+    tiles = verify_tiles(cfg, s, measured, work_dir, progress)
+    metrics = {"model": s.model, "budget": s.stage_budget, "algorithm": s.search.algorithm, "all": aggregate(rows),
+               "collections": per_collection, "guards": {g.collection.name: vars(g.rule) for g in guides.values()},
+               "calibration": calibration, "programs": rows, "tiles": tiles}
+    timings = {"seconds": watch.elapsed(), "guard_seconds": guard_seconds,
+               "oracle_seconds": round(oracle_seconds, DIGITS),
+               "tile_seconds": round(watch.elapsed() - tiles_started, DIGITS),
+               "search_seconds": mean_std([t["seconds"] for t in times]), "programs": times}
+    return Verification(metrics, timings, {slug: table for slug, (table, _) in measured.items()})

@@ -67,3 +67,27 @@ def test_node_features_follow_the_column_table():
     assert param[44] == 1 and param[43] == 0                   # empty window: sum 0, product 1
     assert feat[r][31] == 2                                    # reduce dimensions
     assert feat[-1][0] == 1 and feat[-1][18] == 1              # root tuple
+
+
+def test_near_default_rows_change_few_blocks_to_any_permutation(conv_graph):
+    import dataclasses
+
+    ids = choose_config_nodes(conv_graph, 50, np.random.default_rng(0))
+    specs = block_specs(conv_graph, ids)
+    plain = sample_layout_configs(specs, 400, "random", SEARCH, 0.0, np.random.default_rng(1))
+    assert (plain != -1).any(axis=2).sum(axis=1).min() > 5            # random rows: many explicit blocks
+    near = dataclasses.replace(SEARCH, near_default_share=0.5, duplicate_fraction=0.0)
+    feat = sample_layout_configs(specs, 400, "random", near, 0.0, np.random.default_rng(1))
+    changed = (feat.reshape(400, len(ids), 3, 6) != -1).any(axis=3).sum(axis=(1, 2))    # [C] explicit blocks
+    assert (changed <= 10).sum() >= 200 and changed.min() >= 1           # half the rows: 1 + Poisson(1) blocks
+    for k, spec in enumerate(specs):                                      # still valid permutations
+        for block, rank, _ in spec.blocks:
+            values = feat[:, k, 6 * block:6 * block + 6]
+            explicit = values[(values != -1).any(axis=1)]
+            assert (np.sort(explicit[:, :rank], axis=1) == np.arange(rank)).all()
+    unchanged = sample_layout_configs(specs, 400, "random", dataclasses.replace(SEARCH, near_default_share=0.0),
+                                      0.0, np.random.default_rng(1))
+    assert np.array_equal(unchanged, plain)                               # share 0: the same rows, no draw
+    with pytest.raises(ValueError, match="near_default_share=1.5: expected a share in"):
+        SearchParams.from_cfg({"default_block_prob": [0.2, 0.6], "perturbed_nodes_mean": 1.0, "swap_prob": 0.5,
+                               "duplicate_fraction": 0.0, "near_default_share": 1.5})

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from tuning_hlo import RESHAPES, space_of
 
-from pipeline.tuning.search import SearchResult, SearchSettings, guard, run_search
+from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
 
 SETTINGS = SearchSettings("evolution", batch=64, population=16, local_share=0.5, mutation_extra=0.5,
                           random_default_prob=0.5, combos=8, time_limit_s=60.0)
@@ -63,9 +63,9 @@ def test_guard_never_returns_a_pick_scored_worse_than_the_default(problem):
     default = space.default()[0]
     pick = space.random(1, 0.0, np.random.default_rng(0))[0]
     for score in (0.05, 0.0, -0.001):                                    # worse, equal, inside the margin
-        cand, kept_score, kept = guard(SearchResult(pick, score, 10, 0.0), default, margin=0.002)
+        cand, kept_score, kept = guard(SearchResult(pick, score, 10, 0.0), default, Guard(0.002))
         assert np.array_equal(cand, default) and kept_score == 0.0 and not kept
-    cand, kept_score, kept = guard(SearchResult(pick, -0.01, 10, 0.0), default, margin=0.002)
+    cand, kept_score, kept = guard(SearchResult(pick, -0.01, 10, 0.0), default, Guard(0.002))
     assert np.array_equal(cand, pick) and kept_score == -0.01 and kept
 
 
@@ -74,5 +74,18 @@ def test_a_model_that_finds_nothing_better_keeps_the_default(problem):
     worse = lambda feat: 0.1 + 0.01 * (feat != -1).sum(axis=(1, 2))      # every change predicted slower
     result = run_search(space, worse, SETTINGS, 300, np.random.default_rng(0))
     assert np.array_equal(result.candidate, space.default()[0]) and result.score == 0.0
-    cand, _, kept = guard(result, space.default()[0], margin=0.0)
+    cand, _, kept = guard(result, space.default()[0], Guard(0.0))
+    assert np.array_equal(cand, space.default()[0]) and not kept
+
+
+@pytest.mark.parametrize("algorithm", ["evolution", "coordinate", "random"])
+def test_a_search_stays_in_the_trust_region(problem, algorithm):
+    space, target = problem                                              # the optimum changes all 8 blocks
+    stub = Stub(space, target)
+    result = run_search(space, stub, SETTINGS, 2000, np.random.default_rng(0), algorithm=algorithm, max_changed=2)
+    assert np.count_nonzero(result.candidate) <= 2 and stub.rows == result.evaluations
+    assert (stub.space.decode(stub.space.encode(result.candidate[None])) != 0).sum() <= 2
+    if algorithm != "random":                                            # the best two changes are found
+        assert result.score == pytest.approx(-0.02)
+    cand, _, kept = guard(result, space.default()[0], Guard(0.0, max_changed=1))   # outside a smaller region
     assert np.array_equal(cand, space.default()[0]) and not kept

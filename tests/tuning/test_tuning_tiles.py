@@ -4,6 +4,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from pipeline.config import load_cfg
 from pipeline.costmodel.tile import OUTPUT_BOUNDS, TileKernel
@@ -33,3 +34,25 @@ def test_a_cap_draws_that_many_sizes_and_keeps_the_default():
     rows = tile_candidates(SimpleNamespace(kernel=kernel), search(), 50, np.random.default_rng(0))
     assert len(rows) <= 50 and len(np.unique(rows, axis=0)) == len(rows)
     assert np.array_equal(rows[0], default_config(kernel, search().cost))
+
+
+def test_a_tile_pick_is_timed_against_the_default_and_the_best_size_by_the_cost_model():
+    from pipeline.costmodel.tile import tile_runtime_ns
+    from pipeline.tuning.tiles import TilePick
+    from pipeline.tuning.verify_tiles import tile_row
+
+    kernel = TileKernel("dot", (4096, 4096), 2, contract=4096)                # 81 tile sizes
+    rows = tile_candidates(SimpleNamespace(kernel=kernel), search(), 4096, np.random.default_rng(0))
+    truth = tile_runtime_ns(kernel, rows, search().cost)
+    slowest, fastest = int(np.argmax(truth)), int(np.argmin(truth))
+    assert fastest != 0 and truth[fastest] < truth[0] < truth[slowest]    # the default is not the best here
+    kept = tile_row("k", kernel, TilePick(rows, fastest, -0.2, True), search().cost)
+    assert kept["t_default_ns"] == truth[0] and kept["t_pick_ns"] == kept["t_oracle_ns"] == truth[fastest]
+    assert kept["share"] == pytest.approx(1.0) and kept["predicted_ratio"] == pytest.approx(np.exp(-0.2))
+    assert kept["oracle_gain"] == pytest.approx(1 - truth[fastest] / truth[0])
+    wrong = tile_row("k", kernel, TilePick(rows, slowest, -0.2, True), search().cost)   # a kept bad pick
+    assert wrong["share"] == pytest.approx((1 - truth[slowest] / truth[0]) / (1 - truth[fastest] / truth[0]))
+    assert wrong["share"] < 0
+    guarded = tile_row("k", kernel, TilePick(rows, slowest, -0.2, False), search().cost)
+    assert guarded["t_pick_ns"] == truth[0] and guarded["share"] == 0.0 and guarded["predicted_ratio"] == 1.0
+    assert guarded["unguarded"]["verified_ratio"] == pytest.approx(truth[slowest] / truth[0])

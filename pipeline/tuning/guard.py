@@ -1,0 +1,167 @@
+"""The guard's margin: the models' prediction error on the valid split, measured by stage autotune, read by the tool.
+
+Per valid graph of a collection, up to `autotune.calibration.configs` configurations (the same rows for every
+member) are scored by each member; each member is calibrated on them (`scorers.fit_calibration`), and a model
+(ensemble, gnn, lgbm) predicts the log runtime ratio of configuration i against a reference r of the same graph as
+dhat = yhat_i - yhat_r, where the truth is d = log t_i - log t_r. The error e = d - dhat says how much slower than
+predicted i truly is. The guard keeps a pick only when dhat < -margin, margin = the `guard.error_quantile` quantile
+q of e (at least 0): a pick predicted faster by more than the margin is truly faster unless its error is among the
+largest 1 - q that the valid split showed.
+
+Reference: layout: every graph's configuration with the fewest non-default blocks (the nearest to the compiler
+default that the split holds); tile: every other configuration of the graph (the data do not mark the default tile).
+Layout pairs also record their distance (blocks that differ), so the file says whether distance predicts error.
+
+Stage autotune writes `<models_dir>/autotune/<slug>.json` (`guard_file`) per collection of data.collections; the
+tool reads it and refuses, naming the stage, when it is missing or was made on other data settings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from pipeline.files import read_json
+from pipeline.pruned import PrunedGraph
+from pipeline.tpugraphs.schema import MAX_DIMS
+from pipeline.trained import PredictError
+from pipeline.tuning.program import with_configs
+
+GUARD_DIR = "autotune"            # <models_dir>/autotune/<slug>.json
+STAGE = "autotune"
+REPORTED_QUANTILES = (0.5, 0.9, 0.95, 0.99)
+
+
+@dataclass(frozen=True)
+class ValidSample:
+    """One valid graph's sampled configurations: their features, true log runtimes and every member's raw score."""
+
+    feat: np.ndarray             # [C, NC, 18] int8 (layout) or [C, 24] float32 (tile)
+    log_runtime: np.ndarray      # [C] float64
+    raw: dict                    # member name -> float64 [C]
+
+
+def sample_valid(graphs: Sequence[PrunedGraph], members: Sequence, max_configs: int, batch: int,
+                 rng: np.random.Generator) -> list[ValidSample]:
+    """Up to max_configs configurations per graph (sorted random rows), scored by every member in batches."""
+    samples = []
+    for graph in graphs:
+        rows = np.sort(rng.permutation(graph.n_kept)[:max_configs])
+        feat = np.asarray(graph.config_feat if graph.config_feat is not None else graph.node_config_feat)[rows]
+        raw = {m.name: np.concatenate([m.raw(with_configs(graph, feat[lo:lo + batch]))
+                                       for lo in range(0, len(rows), batch)]).astype(np.float64) for m in members}
+        samples.append(ValidSample(feat, np.log(np.asarray(graph.config_runtime, dtype=np.float64)[rows]), raw))
+    return samples
+
+
+def non_default_blocks(node_config_feat: np.ndarray) -> np.ndarray:
+    """int64 [C]: blocks (output, input, kernel per node) set to an explicit layout, of rows [C, NC, 18]."""
+    feat = np.asarray(node_config_feat)
+    blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)            # [C, NC, 3, 6]
+    return (blocks != -1).any(axis=3).reshape(len(feat), -1).sum(axis=1)
+
+
+def blocks_apart(node_config_feat: np.ndarray, reference: int) -> np.ndarray:
+    """int64 [C]: blocks in which each row [C, NC, 18] differs from row `reference`."""
+    feat = np.asarray(node_config_feat)
+    blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)            # [C, NC, 3, 6]
+    return (blocks != blocks[reference]).any(axis=3).reshape(len(feat), -1).sum(axis=1)
+
+
+def pair_errors(feat: np.ndarray, log_runtime: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(errors e = d - dhat, distances) of one graph's pairs (see the module docstring); distance is -1 for tile."""
+    y, p = np.asarray(log_runtime, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
+    if np.asarray(feat).ndim == 3:                                           # layout: against the nearest default
+        ref = int(np.argmin(non_default_blocks(feat)))
+        others = np.arange(len(y)) != ref
+        return (y - y[ref] - (p - p[ref]))[others], blocks_apart(feat, ref)[others]
+    i, j = np.nonzero(~np.eye(len(y), dtype=bool))                         # tile: every ordered pair
+    return y[i] - y[j] - (p[i] - p[j]), np.full(len(i), -1, dtype=np.int64)
+
+
+def error_margin(errors: np.ndarray, quantile: float) -> float:
+    """The guard's margin: the `quantile` of the errors, at least 0 (0 without any pair)."""
+    errors = np.asarray(errors, dtype=np.float64)
+    return max(0.0, float(np.quantile(errors, quantile))) if len(errors) else 0.0
+
+
+def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
+    """Does distance predict error? Spearman correlation of |error| with distance, and the error quantile q of
+    the nearer and the farther half of the pairs (None for tile or too few pairs)."""
+    from scipy.stats import spearmanr
+
+    keep = distances >= 0
+    errors, distances = np.asarray(errors)[keep], np.asarray(distances)[keep]
+    if len(errors) < 4 or len(np.unique(distances)) < 2:
+        return None
+    median = float(np.median(distances))
+    near, far = errors[distances <= median], errors[distances > median]
+    return {"spearman_abs_error_distance": float(spearmanr(np.abs(errors), distances)[0]),
+            "median_distance": median, "max_distance": int(distances.max()),
+            "error_q95_near": float(np.quantile(near, 0.95)) if len(near) else None,
+            "error_q95_far": float(np.quantile(far, 0.95)) if len(far) else None}
+
+
+def model_errors(samples: Sequence[ValidSample], weights: Mapping[str, float],
+                 slopes: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled (errors, distances) of a model: the weighted mean of its calibrated members' predictions."""
+    errors, distances = [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
+    for sample in samples:
+        predicted = sum(w * slopes[name] * sample.raw[name] for name, w in weights.items() if w > 0)
+        e, d = pair_errors(sample.feat, sample.log_runtime, np.asarray(predicted, dtype=np.float64))
+        errors.append(e)
+        distances.append(d)
+    return np.concatenate(errors), np.concatenate(distances)
+
+
+def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], slopes: Mapping[str, float],
+                quantile: float) -> dict:
+    """One model's entry of the guard file: weights, margin, pairs, error quantiles, distance evidence."""
+    errors, distances = model_errors(samples, weights, slopes)
+    return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
+            "pairs": int(len(errors)),
+            "error_quantiles": {str(q): float(np.quantile(errors, q)) if len(errors) else None
+                                for q in REPORTED_QUANTILES},
+            "distance": distance_evidence(errors, distances)}
+
+
+def trust_region(samples: Sequence[ValidSample]) -> dict:
+    """Where the valid split measured the margin, model-independent: `max_changed`, the most blocks a layout
+    configuration changed from its graph's reference (None for tile), and `max_gain`, the largest true log
+    runtime gain seen: layout over the reference, tile over the compiler default (tile runtimes are normalised by
+    the default's; docs/tpugraphs-format.md). A pick beyond either was never checked against the truth."""
+    changed, gains = [0], [0.0]
+    for sample in samples:
+        y = sample.log_runtime
+        if np.asarray(sample.feat).ndim == 3:
+            ref = int(np.argmin(non_default_blocks(sample.feat)))
+            changed.append(int(blocks_apart(sample.feat, ref).max()))
+            gains.append(float(y[ref] - y.min()))
+        else:
+            gains.append(float(-y.min()))
+    layout = any(np.asarray(s.feat).ndim == 3 for s in samples)
+    return {"max_changed": max(changed) if layout else None, "max_gain": max(gains)}
+
+
+def guard_file(models_dir: str | Path, slug: str) -> Path:
+    """`<models_dir>/autotune/<slug>.json`: a collection's calibrations and guard margins (stage autotune)."""
+    return Path(models_dir) / GUARD_DIR / f"{slug}.json"
+
+
+def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) -> dict:
+    """The guard file's entry of `model` plus its member calibrations ({"margin", "weights", "calibrations"});
+    a one-line PredictError naming stage autotune when the file is missing, stale or lacks the model."""
+    path = guard_file(models_dir, slug)
+    if not path.is_file():
+        raise PredictError(f"{path}: missing; run stage {STAGE} first (dvc repro): it measures the guard's margin")
+    table = read_json(path)
+    if table.get("data_fingerprint") != fingerprint:
+        raise PredictError(f"{path}: made on data {table.get('data_fingerprint')!r}, not on this run's "
+                           f"{fingerprint!r}; run stage {STAGE} on this data (dvc repro)")
+    entry = table.get("models", {}).get(model)
+    if not isinstance(entry, dict) or "margin" not in entry:
+        raise PredictError(f"{path}: no guard for model {model!r}; run stage {STAGE} (dvc repro)")
+    return {**entry, "calibrations": table.get("calibrations", {}), "max_gain": table.get("max_gain"),
+            "max_changed": table.get("max_changed")}
