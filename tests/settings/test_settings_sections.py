@@ -15,8 +15,10 @@ from pipeline.settings.templates import template_settings
 def test_sections_read_their_keys_and_freeze_lists():
     cfg = compose(["data=programs_ci"])
     search = search_params(OmegaConf.create({"default_block_prob": [0.2, 0.3], "perturbed_nodes_mean": 2,
-                                             "swap_prob": 0.5, "duplicate_fraction": 0.1}))
+                                             "swap_prob": 0.5, "duplicate_fraction": 0.1,
+                                             "near_default_share": 0.25}))
     assert search.default_block_prob == (0.2, 0.3) and search.perturbed_nodes_mean == 2.0
+    assert search.near_default_share == 0.25
     cost = layout_cost(cfg.synthesize.layout_cost)
     assert isinstance(cost.tile, tuple) and cost.tile == tuple(cfg.synthesize.layout_cost.tile)
     assert tile_cost(cfg.synthesize.tile_cost) == frozen_params(TileCostParams, cfg.synthesize.tile_cost)
