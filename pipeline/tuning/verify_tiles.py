@@ -17,9 +17,9 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
-from pipeline.featurizer.tile_configs import TileSearch
 from pipeline.hlo.kernel import TileKernel
 from pipeline.seeds import graph_rng
+from pipeline.settings.sections import tile_search
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tuning.report import aggregate_tiles, share_of_gain
 from pipeline.tuning.scorers import Guide, guide_of
@@ -29,10 +29,11 @@ from pipeline.tuning.tiles import TilePick, pick_tile
 def test_kernels(cfg: DictConfig, zoo: list) -> list:
     """The dataset's tile test kernels (TilePrograms) of the built-in test programs `zoo`, in generation order."""
     from pipeline.hlo.featurize import parse_module
-    from pipeline.synth.programs import ProgramSettings, sample_kernels
+    from pipeline.settings.programs import program_settings
+    from pipeline.synth.programs import sample_kernels
     from pipeline.zoo.common import compiled_text
 
-    s = ProgramSettings.from_cfg(cfg.data.generator, cfg.synthesize)
+    s = program_settings(cfg.data.generator, cfg.synthesize)
     tiled = [p for p in zoo if p.source == "xla"][:int(s.tile_programs.get("test", 0))]
     kernels = []
     for program in tiled:
@@ -57,7 +58,7 @@ def tile_row(name: str, kernel: TileKernel, found: TilePick, cost: TileCostParam
 
 def verify_kernel(cfg: DictConfig, kernel, guide: Guide, s, work_dir: Path) -> dict:
     """One tile row (see the module docstring)."""
-    search = TileSearch(tuple(cfg.synthesize.tile_search.min_tile), TileCostParams.from_cfg(cfg.synthesize.tile_cost))
+    search = tile_search(cfg.synthesize.tile_search.min_tile, cfg.synthesize.tile_cost)
     found = pick_tile(cfg, kernel, guide, search, int(cfg.autotune.tile.max_configs), s.search.batch, work_dir,
                       graph_rng(s.seed, "autotune-tile", kernel.name))
     return {**tile_row(kernel.name, kernel.kernel, found, search.cost), "collection": guide.collection.name,
