@@ -1,6 +1,7 @@
 """dvc.yaml lists, for every stage, the code it runs: each `pipeline` module the stage imports (transitively, found
 with ast) must be one of the stage's deps or lie in a folder that is; and the settings it reads: its params name
-exactly the config groups and `paths.*` keys its code reads (`cfg.<group>`, `cfg.paths.<key>`, found with ast), less
+exactly the config groups and the `paths.*`/`data.*` keys its code reads (`cfg.<group>`, `cfg.paths.<key>`,
+`cfg.data.<key>`, found with ast), less
 what cannot change an output (the config layer's own reads and `wandb`, which only steers logging); and, derived
 from the settings objects (a recording configuration handed to each stage's builder, pipeline/settings/), every key a
 builder reads is among the stage's params, and a param naming one key is read."""

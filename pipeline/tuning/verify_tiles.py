@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.costmodel.tile import TileCostParams, tile_runtime_ns
+from pipeline.featurizer.tile_configs import TileSearch
 from pipeline.hlo.kernel import TileKernel
 from pipeline.seeds import graph_rng
 from pipeline.settings.sections import tile_search
@@ -56,9 +57,8 @@ def tile_row(name: str, kernel: TileKernel, found: TilePick, cost: TileCostParam
                           "verified_ratio": float(truth[found.best]) / t_default}}
 
 
-def verify_kernel(cfg: DictConfig, kernel, guide: Guide, s, work_dir: Path) -> dict:
-    """One tile row (see the module docstring)."""
-    search = tile_search(cfg.synthesize.tile_search.min_tile, cfg.synthesize.tile_cost)
+def verify_kernel(cfg: DictConfig, kernel, guide: Guide, s, search: TileSearch, work_dir: Path) -> dict:
+    """One tile row (see the module docstring); `search`: the dataset's tile sizes and tile cost model."""
     found = pick_tile(cfg, kernel, guide, search, int(cfg.autotune.tile.max_configs), s.search.batch, work_dir,
                       graph_rng(s.seed, "autotune-tile", kernel.name))
     return {**tile_row(kernel.name, kernel.kernel, found, search.cost), "collection": guide.collection.name,
@@ -75,10 +75,11 @@ def verify_tiles(cfg: DictConfig, s, measured: dict, work_dir: Path, progress: b
     if not tile_collections or not zoo:
         return {}
     kernels = test_kernels(cfg, zoo)
+    search = tile_search(cfg.synthesize.tile_search.min_tile, cfg.synthesize.tile_cost)
     out = {}
     for c in tile_collections:
         guide = guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1])
-        rows = [verify_kernel(cfg, k, guide, s, work_dir)
+        rows = [verify_kernel(cfg, k, guide, s, search, work_dir)
                 for k in tqdm(kernels, desc=f"autotune {c.slug}", unit="kernel", disable=not progress)]
         out[c.name] = {"all": aggregate_tiles(rows), "kernels": rows}
     return out
