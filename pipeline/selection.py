@@ -3,11 +3,12 @@ composes from.
 
 `python -m pipeline.config data=programs_ci gnn.lr=3e-4` writes them to conf/selection/current.yaml (a Hydra
 config of the `selection` group: `override /<group>: <option>` in its defaults, values as keys), and
-conf/config.yaml includes it after its own values and before conf/local/. So `dvc repro` (params.yaml), `dvc exp
-run -S ...` (DVC's Hydra composition), ad-hoc stage runs, `pipeline.sweep`, `--cfg job` and `pipeline.predict`
-all start from the same choice, and command-line overrides apply on top of it. `python -m pipeline.config` with no
-overrides resets the selection to conf/'s defaults. The file is committed with params.yaml (a test checks that
-the two agree).
+conf/config.yaml includes it after its own values and after conf/local/ (this machine's settings), so a chosen
+value wins over the machine's, as the same override on the command line does. So `dvc repro` (params.yaml), `dvc
+exp run -S ...` (DVC's Hydra composition), ad-hoc stage runs, `pipeline.sweep`, `--cfg job` and
+`pipeline.predict` all start from the same choice, and command-line overrides apply on top of it. `python -m
+pipeline.config` with no overrides resets the selection to conf/'s defaults. The file is committed with
+params.yaml (a test checks that the two agree).
 """
 from __future__ import annotations
 

@@ -155,3 +155,25 @@ def test_threads_above_the_cores_warn(capsys):
                                                "gnn.num_threads=2 (or in conf/local/default.yaml) to avoid "
                                                "oversubscribing them")
     assert warn_threads("gnn.num_threads", 2, cores=2) is False and capsys.readouterr().err == ""
+
+
+def test_the_selection_wins_over_the_machine_settings_as_the_command_line_does(tmp_path):
+    """A conf/local/default.yaml that sets keys the selection also sets (directly or through `+experiment=smoke`)
+    composes, with the selection, to what the same overrides give on the command line: `python -m pipeline.config
+    +experiment=smoke` on such a machine used to stop with 'does not compose to what ... did'."""
+    import shutil
+    from pipeline import selection
+    from pipeline.config import compose
+
+    conf = tmp_path / "conf"
+    shutil.copytree(repo_root() / "conf", conf)
+    (conf / "local" / "default.yaml").write_text("# @package _global_\ngnn:\n  seeds: [0, 1]\n  epochs: 1\n"
+                                                 "  num_threads: 1\nlgbm:\n  num_boost_round: 5\n")
+    for overrides in (["+experiment=smoke"], ["data=programs_ci", "gnn.epochs=7", "lgbm.num_boost_round=9"]):
+        selection.write_selection(overrides, conf)
+        chosen = compose([], conf)
+        assert chosen == compose(overrides, conf, with_selection=False)
+        assert chosen.gnn.num_threads == 1                      # the machine's setting, not chosen: kept
+    assert (chosen.gnn.epochs, chosen.lgbm.num_boost_round, list(chosen.gnn.seeds)) == (7, 9, [0, 1])
+    selection.write_selection(["+experiment=smoke"], conf)
+    assert (compose([], conf).gnn.epochs, list(compose([], conf).gnn.seeds)) == (2, [0])
