@@ -35,6 +35,21 @@ REPORTED_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
 
 @dataclass(frozen=True)
+class GuardSettings:
+    """The `autotune.guard` group."""
+
+    error_quantile: float        # the margin: this quantile of the valid prediction errors
+    by_distance: bool            # the margin at a pick's distance (`distance_margins`) instead of one for all
+    min_pairs: int               # pairs per distance bin at least
+    siblings: bool               # also measure on the valid graphs of the source's other layout collections
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
+        return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
+                   bool(cfg["siblings"]))
+
+
+@dataclass(frozen=True)
 class ValidSample:
     """One valid graph's sampled configurations: their features, true log runtimes and every member's raw score."""
 
@@ -87,6 +102,31 @@ def error_margin(errors: np.ndarray, quantile: float) -> float:
     return max(0.0, float(np.quantile(errors, quantile))) if len(errors) else 0.0
 
 
+def distance_margins(errors: np.ndarray, distances: np.ndarray, quantile: float, min_pairs: int) -> dict | None:
+    """The margin as a step function of the blocks a pick changes: {"upto": [d_1 < d_2 < ...], "margin": [m_1 <=
+    m_2 <= ...]}, margin m_j for a pick changing at most d_j (and more than d_(j-1)) blocks. The layout pairs
+    sorted by distance are cut into bins of at least `min_pairs` pairs (a distance's pairs stay together, a short
+    remainder joins the last bin); m_j is the `quantile` of bin j's errors, at least 0 and at least every nearer
+    bin's (a farther pick is never trusted more). None without layout pairs (tile)."""
+    keep = np.asarray(distances) >= 0
+    order = np.argsort(np.asarray(distances)[keep], kind="stable")
+    e, d = np.asarray(errors, dtype=np.float64)[keep][order], np.asarray(distances)[keep][order]
+    if len(e) == 0:
+        return None
+    upto, margins, lo, running = [], [], 0, 0.0
+    while lo < len(e):
+        hi = min(len(e), lo + int(min_pairs))
+        while hi < len(e) and d[hi] == d[hi - 1]:
+            hi += 1
+        if len(e) - hi < min_pairs:
+            hi = len(e)
+        running = max(running, float(np.quantile(e[lo:hi], quantile)))
+        upto.append(int(d[hi - 1]))
+        margins.append(running)
+        lo = hi
+    return {"upto": upto, "margin": margins}
+
+
 def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
     """Does distance predict error? Spearman correlation of |error| with distance, and the error quantile q of
     the nearer and the farther half of the pairs (None for tile or too few pairs)."""
@@ -117,10 +157,12 @@ def model_errors(samples: Sequence[ValidSample], weights: Mapping[str, float],
 
 
 def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], slopes: Mapping[str, float],
-                quantile: float) -> dict:
-    """One model's entry of the guard file: weights, margin, pairs, error quantiles, distance evidence."""
+                quantile: float, min_pairs: int) -> dict:
+    """One model's entry of the guard file: weights, margin, margin by distance (`distance_margins`), pairs,
+    error quantiles, distance evidence."""
     errors, distances = model_errors(samples, weights, slopes)
     return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
+            "margin_by_distance": distance_margins(errors, distances, quantile, min_pairs),
             "pairs": int(len(errors)),
             "error_quantiles": {str(q): float(np.quantile(errors, q)) if len(errors) else None
                                 for q in REPORTED_QUANTILES},
