@@ -12,6 +12,14 @@ Reference: layout: every graph's configuration with the fewest non-default block
 default that the split holds); tile: every other configuration of the graph (the data do not mark the default tile).
 Layout pairs also record their distance (blocks that differ), so the file says whether distance predicts error.
 
+By distance (`guard.by_distance`, the default): a pick is a move of some blocks away from the default, and the
+error grows with the blocks a move changes. Every ordered pair of a graph's sampled layout configurations is such a
+move (`move_errors`); binned by blocks changed, each bin's margin is the error quantile of its worst graph
+(`distance_margins`), so a small change is held to the error of small changes and a far one to that of far ones.
+Stage autotune also samples the valid graphs of the source's other layout collections (`pipeline.tuning.evidence`):
+a `default` collection's configurations lie a few blocks from the compiler default, where a `random` collection's
+do not.
+
 Stage autotune writes `<models_dir>/autotune/<slug>.json` (`guard_file`) per collection of data.collections; the
 tool reads it and refuses, naming the stage, when it is missing or was made on other data settings.
 """
