@@ -68,7 +68,7 @@ def measure(cfg, s: AutotuneSettings, budgets, seeds, guides, algorithms) -> lis
                     (g, a, b, sd) for g in scorers.items() for a in algorithms for b in budgets for sd in seeds):
                 settings = dataclasses.replace(s.search, time_limit_s=float("inf"))
                 result = run_search(space, scorer, settings, budget, np.random.default_rng([seed, budget]),
-                                    algorithm=algorithm, max_changed=rule.max_changed)
+                                    algorithm=algorithm, rule=rule)
                 pick, predicted, kept = guard(result, space.default()[0], rule)
                 t_pick, t_raw = truth.runtime_ns(space.encode(np.stack([pick, result.candidate])))
                 rows.append({"program": name, "collection": c.name, "guide": guide, "algorithm": algorithm,

@@ -12,6 +12,7 @@ from conftest import BIN
 
 from pipeline.autotune import main
 from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.tuning.search import Guard
 from pipeline.tuning.space import LayoutSpace
 
 NO_CONFIGURABLE = """HloModule plain, entry_computation_layout={(f32[8,16]{1,0})->f32[8,16]{1,0}}
@@ -80,11 +81,17 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
         table = json.loads((dest / "models" / "autotune" / f"{slug}.json").read_text())
         assert set(table["models"]) == {"ensemble", "gnn", "lgbm"} and table["graphs"] > 0
         assert all(entry["margin"] >= 0 and entry["pairs"] > 0 for entry in table["models"].values())
+        layout = slug.startswith("layout")                 # measured on the sibling layout collection's valid too
+        assert (table["sibling_graphs"] > 0) == layout
+        assert all((entry["margin_by_distance"] is not None) == layout for entry in table["models"].values())
     for r in rows:                                         # a kept pick lies inside the region that was measured
-        rule = metrics["guards"][r["collection"]]
-        if r["guard_kept_pick"]:
-            assert -np.log(r["predicted_ratio"]) > rule["margin"] and r["unguarded"]["changed_blocks"] <= rule[
-                "max_changed"]
+        entry = metrics["guards"][r["collection"]]
+        steps = entry["by_distance"]
+        rule = Guard(entry["margin"], entry["max_gain"], entry["max_changed"],
+                     (tuple(steps[0]), tuple(steps[1])) if steps else None)
+        assert steps is not None                           # the default: the margin at the pick's distance
+        if r["guard_kept_pick"]:                           # its prediction beats the margin at its distance
+            assert rule.keeps(np.log(r["predicted_ratio"]), r["unguarded"]["changed_blocks"])
     assert metrics["tiles"]["tile:xla"]["all"]["kernels"] == len(metrics["tiles"]["tile:xla"]["kernels"]) > 0
 
 

@@ -12,6 +12,14 @@ Reference: layout: every graph's configuration with the fewest non-default block
 default that the split holds); tile: every other configuration of the graph (the data do not mark the default tile).
 Layout pairs also record their distance (blocks that differ), so the file says whether distance predicts error.
 
+By distance (`guard.by_distance`, the default): a pick is a move of some blocks away from the default, and the
+error grows with the blocks a move changes. Every ordered pair of a graph's sampled layout configurations is such a
+move (`move_errors`); binned by blocks changed, each bin's margin is the error quantile of its worst graph
+(`distance_margins`), so a small change is held to the error of small changes and a far one to that of far ones.
+Stage autotune also samples the valid graphs of the source's other layout collections (`pipeline.tuning.evidence`):
+a `default` collection's configurations lie a few blocks from the compiler default, where a `random` collection's
+do not.
+
 Stage autotune writes `<models_dir>/autotune/<slug>.json` (`guard_file`) per collection of data.collections; the
 tool reads it and refuses, naming the stage, when it is missing or was made on other data settings.
 """
@@ -32,6 +40,21 @@ from pipeline.tuning.program import with_configs
 GUARD_DIR = "autotune"            # <models_dir>/autotune/<slug>.json
 STAGE = "autotune"
 REPORTED_QUANTILES = (0.5, 0.9, 0.95, 0.99)
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """The `autotune.guard` group."""
+
+    error_quantile: float        # the margin: this quantile of the valid prediction errors
+    by_distance: bool            # the margin at a pick's distance (`distance_margins`) instead of one for all
+    min_pairs: int               # pairs per distance bin at least
+    siblings: bool               # also measure on the valid graphs of the source's other layout collections
+
+    @classmethod
+    def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
+        return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
+                   bool(cfg["siblings"]))
 
 
 @dataclass(frozen=True)
@@ -87,6 +110,55 @@ def error_margin(errors: np.ndarray, quantile: float) -> float:
     return max(0.0, float(np.quantile(errors, quantile))) if len(errors) else 0.0
 
 
+def moves_apart(node_config_feat: np.ndarray) -> np.ndarray:
+    """int64 [C, C]: blocks in which rows i and j of [C, NC, 18] differ."""
+    feat = np.asarray(node_config_feat)
+    blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)            # [C, NC, 3, 6]
+    return (blocks[:, None] != blocks[None]).any(axis=4).reshape(len(feat), len(feat), -1).sum(axis=2)
+
+
+def move_errors(feat: np.ndarray, log_runtime: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(errors, distances) of every move j -> i (ordered pairs i != j) of one layout graph's rows [C, NC, 18]:
+    e = (log t_i - log t_j) - (yhat_i - yhat_j), and the blocks the move changes. A search's pick is such a move
+    (default -> pick); every pair is one, so no single reference's own error shifts them all."""
+    y, p = np.asarray(log_runtime, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
+    i, j = np.nonzero(~np.eye(len(y), dtype=bool))
+    return y[i] - y[j] - (p[i] - p[j]), moves_apart(feat)[i, j]
+
+
+def distance_margins(per_graph: Sequence[tuple[np.ndarray, np.ndarray]], quantile: float,
+                     min_pairs: int) -> dict | None:
+    """The margin as a step function of the blocks a pick changes, from each graph's (move errors, distances):
+    {"upto": [d_1 < d_2 < ...], "margin": [m_1 <= m_2 <= ...]}, m_j for a pick changing at most d_j (and more than
+    d_(j-1)) blocks. All pairs sorted by distance are cut into bins of at least `min_pairs` (a distance's pairs stay
+    together, a short remainder joins the last bin). m_j is the `quantile` of the errors of the worst graph among
+    those with `min_pairs` pairs in bin j (the pooled bin's when none has): a new program is trusted no more than
+    the worst valid program; at least 0 and at least every nearer bin's (a farther pick is never trusted more).
+    None without pairs."""
+    errors = np.concatenate([np.asarray(e, dtype=np.float64) for e, _ in per_graph] or [np.zeros(0)])
+    distances = np.concatenate([np.asarray(d, dtype=np.int64) for _, d in per_graph] or [np.zeros(0, np.int64)])
+    graph = np.concatenate([np.full(len(e), g) for g, (e, _) in enumerate(per_graph)] or [np.zeros(0, np.int64)])
+    order = np.argsort(distances, kind="stable")
+    e, d, g = errors[order], distances[order], graph[order]
+    if len(e) == 0:
+        return None
+    upto, margins, lo, running = [], [], 0, 0.0
+    while lo < len(e):
+        hi = min(len(e), lo + int(min_pairs))
+        while hi < len(e) and d[hi] == d[hi - 1]:
+            hi += 1
+        if len(e) - hi < min_pairs:
+            hi = len(e)
+        bin_e, bin_g = e[lo:hi], g[lo:hi]
+        full = [bin_e[bin_g == k] for k in np.unique(bin_g) if np.count_nonzero(bin_g == k) >= min_pairs]
+        worst = max((float(np.quantile(x, quantile)) for x in full), default=float(np.quantile(bin_e, quantile)))
+        running = max(running, worst)
+        upto.append(int(d[hi - 1]))
+        margins.append(running)
+        lo = hi
+    return {"upto": upto, "margin": margins}
+
+
 def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
     """Does distance predict error? Spearman correlation of |error| with distance, and the error quantile q of
     the nearer and the farther half of the pairs (None for tile or too few pairs)."""
@@ -104,23 +176,33 @@ def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
             "error_q95_far": float(np.quantile(far, 0.95)) if len(far) else None}
 
 
+def predictions(samples: Sequence[ValidSample], weights: Mapping[str, float],
+                slopes: Mapping[str, float]) -> list[np.ndarray]:
+    """A model's predicted log runtimes of each sample: the weighted mean of its calibrated members' scores."""
+    return [np.asarray(sum(w * slopes[name] * sample.raw[name] for name, w in weights.items() if w > 0),
+                       dtype=np.float64) for sample in samples]
+
+
 def model_errors(samples: Sequence[ValidSample], weights: Mapping[str, float],
                  slopes: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled (errors, distances) of a model: the weighted mean of its calibrated members' predictions."""
+    """Pooled (errors, distances) of a model against each graph's reference (`pair_errors`)."""
     errors, distances = [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
-    for sample in samples:
-        predicted = sum(w * slopes[name] * sample.raw[name] for name, w in weights.items() if w > 0)
-        e, d = pair_errors(sample.feat, sample.log_runtime, np.asarray(predicted, dtype=np.float64))
+    for sample, predicted in zip(samples, predictions(samples, weights, slopes)):
+        e, d = pair_errors(sample.feat, sample.log_runtime, predicted)
         errors.append(e)
         distances.append(d)
     return np.concatenate(errors), np.concatenate(distances)
 
 
 def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], slopes: Mapping[str, float],
-                quantile: float) -> dict:
-    """One model's entry of the guard file: weights, margin, pairs, error quantiles, distance evidence."""
+                quantile: float, min_pairs: int) -> dict:
+    """One model's entry of the guard file: weights, margin, margin by distance (`distance_margins`), pairs,
+    error quantiles, distance evidence."""
     errors, distances = model_errors(samples, weights, slopes)
+    moves = [move_errors(s.feat, s.log_runtime, predicted) for s, predicted in zip(samples, predictions(samples,
+             weights, slopes)) if np.asarray(s.feat).ndim == 3]
     return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
+            "margin_by_distance": distance_margins(moves, quantile, min_pairs) if moves else None,
             "pairs": int(len(errors)),
             "error_quantiles": {str(q): float(np.quantile(errors, q)) if len(errors) else None
                                 for q in REPORTED_QUANTILES},

@@ -28,7 +28,9 @@ from pipeline.heuristic_model.scores import default_block_counts, tile_scores as
 from pipeline.lgbm_model.infer import predict_graph as lgbm_predict_graph
 from pipeline.config import data_fingerprint
 from pipeline.trained import PredictError, ensemble_weights
-from pipeline.tuning.guard import ValidSample, guard_file, model_guard, read_guard, sample_valid, trust_region
+from pipeline.tuning.evidence import sibling_valid_graphs
+from pipeline.tuning.guard import (GuardSettings, ValidSample, guard_file, model_guard, read_guard, sample_valid,
+                                   trust_region)
 from pipeline.tuning.search import Guard
 from pipeline.tuning.program import with_configs
 
@@ -201,29 +203,38 @@ def valid_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
 
 
 def measure_guard(cfg: DictConfig, collection: Collection, max_configs: int, batch: int, seed: int,
-                  quantile: float) -> tuple[dict, dict]:
+                  settings: GuardSettings) -> tuple[dict, dict]:
     """Stage autotune: (the guard file's table of `collection`, its loaded members). Every member any
-    AUTOTUNE model uses is calibrated on the same valid sample, then each model's margin is measured
-    (`pipeline.tuning.guard`)."""
+    AUTOTUNE model uses is calibrated on the same valid sample of the collection, then each model's margin and the
+    region are measured (`pipeline.tuning.guard`) on that sample plus, with `settings.siblings`, a sample of the
+    valid graphs of the source's other layout collections (`pipeline.tuning.evidence`)."""
     per_model = {model: model_weights(cfg, model, collection) for model in MODELS}
     names = sorted({name for weights in per_model.values() for name in weights})
     members = load_members(cfg, names, collection)
-    samples = sample_valid(valid_graphs(cfg, collection), list(members.values()), max_configs, batch,
-                           np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    samples = sample_valid(valid_graphs(cfg, collection), list(members.values()), max_configs, batch, rng)
     calibrations = {name: fit_calibration(samples, name) for name in names}
     slopes = {name: cal.slope for name, cal in calibrations.items()}
+    extra = (sample_valid(sibling_valid_graphs(cfg, collection), list(members.values()), max_configs, batch, rng)
+             if settings.siblings else [])
+    evidence = samples + extra
     table = {"collection": collection.name, "data_fingerprint": data_fingerprint(cfg.data),
-             "split": CALIBRATION_SPLIT, "error_quantile": quantile, "graphs": len(samples), **trust_region(samples),
+             "split": CALIBRATION_SPLIT, "error_quantile": settings.error_quantile, "graphs": len(samples),
+             "sibling_graphs": len(extra), **trust_region(evidence),
              "calibrations": {name: vars(cal) for name, cal in calibrations.items()},
-             "models": {model: model_guard(samples, weights, slopes, quantile) for model, weights in per_model.items()}}
+             "models": {model: model_guard(evidence, weights, slopes, settings.error_quantile, settings.min_pairs)
+                        for model, weights in per_model.items()}}
     return table, members
 
 
-def guide_of(table: Mapping, model: str, collection: Collection, members: Mapping) -> Guide:
-    """A model's guide from a guard table (`measure_guard`, or the file the tool reads) and loaded members."""
+def guide_of(table: Mapping, model: str, collection: Collection, members: Mapping, by_distance: bool = False) -> Guide:
+    """A model's guide from a guard table (`measure_guard`, or the file the tool reads) and loaded members; with
+    `by_distance` its margin goes by the pick's distance where the table measured one (layout)."""
     entry = table["models"][model]
     names = list(entry["weights"])
-    rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"))
+    steps = entry.get("margin_by_distance") if by_distance else None
+    rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"),
+                 (tuple(steps["upto"]), tuple(steps["margin"])) if steps else None)
     return Guide(model, collection, [members[n] for n in names], [entry["weights"][n] for n in names],
                  [Calibration(**table["calibrations"][n]) for n in names], rule)
 
@@ -240,4 +251,4 @@ def load_guide(cfg: DictConfig, model: str, collection: Collection) -> Guide:
                            f"run stage autotune (dvc repro)")
     table = {"models": {model: entry}, "calibrations": entry["calibrations"], "max_gain": entry["max_gain"],
              "max_changed": entry["max_changed"]}
-    return guide_of(table, model, collection, members)
+    return guide_of(table, model, collection, members, bool(cfg.autotune.guard.by_distance))

@@ -59,15 +59,21 @@ class SearchResult:
 
 
 class Objective:
-    """A scorer with a budget, a cache, batching and the best candidate seen (see the module docstring)."""
+    """A scorer with a budget, a cache, batching and the best candidate seen (see the module docstring).
+
+    With a guard `rule`, candidates are ranked by what the guard would make of them (`Guard.ranked`): +inf (never
+    scored) outside the region or predicted beyond max_gain, else the prediction plus the margin at the candidate's
+    distance when the margin goes by distance; the search then seeks the largest gain the guard can vouch for.
+    `result().score` is the best candidate's prediction itself."""
 
     def __init__(self, space: LayoutSpace, scorer: Scorer, budget: int, batch: int, time_limit_s: float,
-                 max_changed: int | None = None):
+                 rule: "Guard | None" = None):
         self.space, self.scorer, self.budget, self.batch = space, scorer, int(budget), int(batch)
-        self.max_changed = max_changed
+        self.rule = rule
         self.deadline = time.perf_counter() + float(time_limit_s)
         self.started = time.perf_counter()
-        self.cache: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}
+        self.cache: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}      # ranked value
+        self.predicted: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}  # the scorer's value
         self.evaluations = 0
         self.best, self.best_score = space.default()[0], 0.0
 
@@ -78,9 +84,11 @@ class Objective:
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
         """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach)."""
         keys = [c.tobytes() for c in candidates]
-        if self.max_changed is not None:                  # outside the trust region: +inf, never scored
+        changed = {}
+        if self.rule is not None:
             for key, c in zip(keys, candidates):
-                if changed_blocks(c) > self.max_changed:
+                changed[key] = changed_blocks(c)
+                if self.rule.penalty(changed[key]) == np.inf:      # outside the trust region: +inf, never scored
                     self.cache.setdefault(key, np.inf)
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
@@ -93,13 +101,15 @@ class Objective:
             scores = np.asarray(self.scorer(self.space.encode(rows)), dtype=np.float64)
             self.evaluations += len(part)
             for key, row, score in zip(part, rows, scores):
-                self.cache[key] = float(score)
-                if score < self.best_score:
-                    self.best, self.best_score = row.copy(), float(score)
+                self.predicted[key] = float(score)
+                self.cache[key] = float(score) if self.rule is None else self.rule.ranked(float(score), changed[key])
+                if self.cache[key] < self.best_score:
+                    self.best, self.best_score = row.copy(), self.cache[key]
         return np.array([self.cache.get(k, np.inf) for k in keys])
 
     def result(self) -> SearchResult:
-        return SearchResult(self.best, self.best_score, self.evaluations, time.perf_counter() - self.started)
+        return SearchResult(self.best, self.predicted[self.best.tobytes()], self.evaluations,
+                            time.perf_counter() - self.started)
 
 
 def _unique(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,11 +178,11 @@ def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> No
 
 def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: int, rng: np.random.Generator,
                algorithm: str | None = None, start: np.ndarray | None = None,
-               max_changed: int | None = None) -> SearchResult:
-    """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`, among
-    the candidates that change at most `max_changed` blocks from the compiler default (None: all)."""
+               rule: "Guard | None" = None) -> SearchResult:
+    """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`, ranked
+    as the guard `rule` would rank them (`Objective`; None: by prediction alone, anywhere)."""
     algorithm = algorithm or s.algorithm
-    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s, max_changed)
+    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s, rule)
     if algorithm == "evolution":
         evolution(objective, s, rng, s.local_share)
     elif algorithm == "local":
@@ -194,15 +204,41 @@ def changed_blocks(candidate: np.ndarray) -> int:
 @dataclass(frozen=True)
 class Guard:
     """What a pick must satisfy to be returned (`pipeline.tuning.guard` measures it on the valid split): predicted
-    faster than the default by more than `margin`, by no more than `max_gain` (None: any), and changing at most
-    `max_changed` blocks (None: any), the region where the margin was measured."""
+    faster than the default by more than the margin, by no more than `max_gain` (None: any), and changing at most
+    `max_changed` blocks (None: any), the region where the margin was measured. The margin is `margin`, or with
+    `by_distance` ((d_1, d_2, ...), (m_1, m_2, ...)) m_j for a pick changing at most d_j blocks (more than the last
+    d: never measured, never kept)."""
 
     margin: float
     max_gain: float | None = None
     max_changed: int | None = None
+    by_distance: tuple | None = None
+
+    def margin_at(self, changed: int) -> float:
+        if self.by_distance is None:
+            return self.margin
+        upto, margins = self.by_distance
+        j = int(np.searchsorted(upto, changed, side="left"))
+        return float(margins[j]) if j < len(upto) else np.inf
+
+    def penalty(self, changed: int) -> float:
+        """What a search adds to a candidate's prediction: +inf outside the region, the margin at its distance
+        when the margin goes by distance, else 0 (the default itself: 0)."""
+        if changed == 0:
+            return 0.0
+        if self.max_changed is not None and changed > self.max_changed:
+            return np.inf
+        return self.margin_at(changed) if self.by_distance is not None else 0.0
+
+    def ranked(self, score: float, changed: int) -> float:
+        """A search's value of a candidate predicted `score` that changes `changed` blocks: score + penalty, +inf
+        when predicted faster than `max_gain` (a gain the valid split never showed is refused anyway)."""
+        if self.max_gain is not None and score < -self.max_gain:
+            return np.inf
+        return score + self.penalty(changed)
 
     def keeps(self, score: float, changed: int = 0) -> bool:
-        return (score < -self.margin and (self.max_gain is None or score >= -self.max_gain)
+        return (score < -self.margin_at(changed) and (self.max_gain is None or score >= -self.max_gain)
                 and (self.max_changed is None or changed <= self.max_changed))
 
 

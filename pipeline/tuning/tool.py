@@ -87,7 +87,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     with tempfile.TemporaryDirectory(prefix="autotune-") as work:
         scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
         result = run_search(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name),
-                            max_changed=guide.rule.max_changed)
+                            rule=guide.rule)
         pick, score, kept = guard(result, space.default()[0], guide.rule)
         tiles = []
         if tile_guide is not None:

@@ -31,6 +31,7 @@ from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import Program, template_graph
 from pipeline.timings import DIGITS, Stopwatch
 from pipeline.tuning.report import aggregate, mean_std, share_of_gain
+from pipeline.tuning.guard import GuardSettings
 from pipeline.tuning.scorers import Guide, guide_of, measure_guard
 from pipeline.tuning.verify_tiles import verify_tiles
 from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
@@ -48,7 +49,7 @@ class AutotuneSettings:
     stage_budget: int
     seed: int
     search: SearchSettings
-    error_quantile: float
+    guard: GuardSettings
     calibration_configs: int
     oracle_budget: int
     oracle_random: int
@@ -57,7 +58,7 @@ class AutotuneSettings:
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "AutotuneSettings":
         return cls(str(cfg["model"]), int(cfg["budget"]), int(cfg["stage_budget"]), int(cfg["seed"]),
-                   SearchSettings.from_cfg(cfg["search"]), float(cfg["guard"]["error_quantile"]),
+                   SearchSettings.from_cfg(cfg["search"]), GuardSettings.from_cfg(cfg["guard"]),
                    int(cfg["calibration"]["configs"]), int(cfg["oracle"]["budget"]),
                    int(cfg["oracle"]["random_samples"]), int(cfg["oracle"]["batch"]))
 
@@ -84,7 +85,8 @@ def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
 
 
 def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, rule: Guard) -> np.ndarray:
-    best = int(np.argmin(scores))
+    ranked = [rule.ranked(float(x), int(np.count_nonzero(c))) for x, c in zip(scores, candidates)]
+    best = int(np.argmin(ranked))
     return guard(SearchResult(candidates[best], float(scores[best]), len(scores), 0.0), space.default()[0], rule)[0]
 
 
@@ -103,10 +105,10 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
     """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
     scorer, rule = guide.scorer(template), guide.rule
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
-    result = run_search(space, scorer, s.search, s.stage_budget, rng, max_changed=rule.max_changed)
+    result = run_search(space, scorer, s.search, s.stage_budget, rng, rule=rule)
     pick, predicted, kept = guard(result, space.default()[0], rule)
     random_pick = run_search(space, scorer, s.search, s.stage_budget, rng, algorithm="random",
-                             max_changed=rule.max_changed)
+                             rule=rule)
     random_pick = guard(random_pick, space.default()[0], rule)[0]
     sample_pick = featurizer_baseline(program, space, collection, scorer, s.stage_budget, featurize_search,
                                       s.search.batch, rule, s.seed)
@@ -142,7 +144,7 @@ class Verification:
 def measure_guards(cfg: DictConfig, s: AutotuneSettings, progress: bool) -> dict:
     """slug -> (guard table, loaded members) of every collection of data.collections."""
     collections = [Collection.parse(x) for x in cfg.data.collections]
-    return {c.slug: measure_guard(cfg, c, s.calibration_configs, s.search.batch, s.seed, s.error_quantile)
+    return {c.slug: measure_guard(cfg, c, s.calibration_configs, s.search.batch, s.seed, s.guard)
             for c in tqdm(collections, desc="autotune guard", unit="collection", disable=not progress)}
 
 
@@ -157,7 +159,7 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
     guard_seconds = watch.elapsed()
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     zoo = builtin_test_programs(cfg)
-    guides = {c.slug: guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1])
+    guides = {c.slug: guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1], s.guard.by_distance)
               for c in collections if any(p.source == c.source for p in zoo)}
     rows, times, oracle_seconds = [], [], 0.0
     for zoo_program in tqdm(zoo, desc="autotune", unit="program", disable=not progress):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pipeline.trained import PredictError
-from pipeline.tuning.guard import (ValidSample, error_margin, guard_file, model_guard, pair_errors, read_guard,
-                                   trust_region)
+from pipeline.tuning.guard import (ValidSample, distance_margins, error_margin, guard_file, model_guard, move_errors,
+                                   pair_errors, read_guard, trust_region)
 from pipeline.tuning.search import Guard
 
 
@@ -38,8 +38,10 @@ def test_tile_errors_are_every_ordered_pair():
 
 def test_model_guard_and_region_of_a_hand_made_valid_split():
     samples = [ValidSample(layout_rows(), np.array([0.0, 0.1, -0.2]), {"fake": np.array([0.0, -0.05, -0.25])})]
-    entry = model_guard(samples, {"fake": 1.0}, {"fake": 2.0}, 1.0)       # slope 2: predictions [0, -0.1, -0.5]
+    entry = model_guard(samples, {"fake": 1.0}, {"fake": 2.0}, 1.0, 1)    # slope 2: predictions [0, -0.1, -0.5]
     assert entry["margin"] == pytest.approx(0.3) and entry["pairs"] == 2 and entry["weights"] == {"fake": 1.0}
+    # moves (see below): distance 1: errors [-0.2, 0.2]; distance 2: [-0.3, -0.1, 0.3, 0.1]; quantile 1.0
+    assert entry["margin_by_distance"] == {"upto": [1, 2], "margin": [pytest.approx(0.2), pytest.approx(0.3)]}
     assert trust_region(samples) == {"max_changed": 2, "max_gain": pytest.approx(0.2)}
     tile = [ValidSample(np.zeros((2, 24), np.float32), np.array([-0.1, 0.5]), {"fake": np.zeros(2)})]
     assert trust_region(tile) == {"max_changed": None, "max_gain": pytest.approx(0.1)}   # over the default
@@ -52,6 +54,43 @@ def test_the_rule_keeps_only_picks_inside_the_measured_region():
     assert not rule.keeps(-0.6, 2)                  # a larger gain than the valid split ever showed
     assert not rule.keeps(-0.2, 4)                  # further from the default than the valid split went
     assert Guard(0.1).keeps(-5.0, 10 ** 6)
+
+
+def test_every_move_between_two_valid_configs_is_a_pair():
+    # y = [0, 0.1, -0.2], yhat = [0, -0.1, -0.5]; move j -> i: e = (y_i - y_j) - (yhat_i - yhat_j)
+    errors, distances = move_errors(layout_rows(), np.array([0.0, 0.1, -0.2]), np.array([0.0, -0.1, -0.5]))
+    np.testing.assert_allclose(errors, [-0.2, -0.3, 0.2, -0.1, 0.3, 0.1])     # (0,1) (0,2) (1,0) (1,2) (2,0) (2,1)
+    assert distances.tolist() == [1, 2, 1, 2, 2, 2]                          # rows 1 and 2 differ in both blocks
+
+
+def test_the_margin_by_distance_is_binned_nearest_first_and_never_falls():
+    per_graph = [(np.array([0.1, 0.2, 0.3]), np.array([1, 1, 2])), (np.array([0.05, 0.4, 0.5]), np.array([3, 3, 9]))]
+    # sorted by distance: 1: [0.1, 0.2] | 2: [0.3] + 3: [0.05, 0.4] | 9: [0.5] (a short remainder joins the last bin)
+    assert distance_margins(per_graph, 1.0, 2) == {"upto": [1, 9], "margin": [pytest.approx(0.2), pytest.approx(0.5)]}
+    # bins of 1 pair: a distance's pairs stay together, and a nearer bin's larger margin carries on (0.3 > 0.05)
+    assert distance_margins(per_graph, 0.0, 1) == {"upto": [1, 2, 3, 9], "margin": [
+        pytest.approx(0.1), pytest.approx(0.3), pytest.approx(0.3), pytest.approx(0.5)]}
+    negative = [(-e, d) for e, d in per_graph]
+    assert distance_margins(negative, 0.5, 1)["margin"] == [0.0, 0.0, 0.0, 0.0]              # never below 0
+    assert distance_margins([], 0.9, 1) is None
+
+
+def test_the_margin_of_a_bin_is_its_worst_graphs():
+    per_graph = [(np.array([0.1, 0.2]), np.array([1, 1])), (np.array([0.3, 0.5]), np.array([1, 1]))]
+    assert distance_margins(per_graph, 0.0, 2)["margin"] == [pytest.approx(0.3)]   # pooled: 0.1
+    assert distance_margins(per_graph, 0.0, 3)["margin"] == [pytest.approx(0.1)]   # no graph has 3 pairs: pooled
+
+
+def test_the_rule_by_distance_asks_each_pick_the_margin_of_its_distance():
+    rule = Guard(margin=0.3, max_gain=0.5, max_changed=9, by_distance=((1, 4), (0.01, 0.2)))
+    assert rule.margin_at(1) == 0.01 and rule.margin_at(2) == 0.2 and rule.margin_at(4) == 0.2
+    assert rule.margin_at(5) == np.inf                          # farther than any measured pair: never kept
+    assert rule.keeps(-0.02, 1) and not rule.keeps(-0.02, 2) and rule.keeps(-0.25, 3)
+    assert not rule.keeps(-0.25, 5) and not rule.keeps(-0.6, 1)
+    # what a search ranks: prediction + the margin at its distance; the default 0; outside the region +inf
+    assert rule.ranked(-0.02, 1) == pytest.approx(-0.01) and rule.ranked(-0.25, 3) == pytest.approx(-0.05)
+    assert rule.ranked(0.0, 0) == 0.0 and rule.ranked(-0.6, 1) == np.inf and rule.ranked(-0.1, 10) == np.inf
+    assert Guard(0.3).ranked(-0.2, 50) == -0.2                  # one margin for all: the prediction itself
 
 
 def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):

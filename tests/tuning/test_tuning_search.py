@@ -82,10 +82,27 @@ def test_a_model_that_finds_nothing_better_keeps_the_default(problem):
 def test_a_search_stays_in_the_trust_region(problem, algorithm):
     space, target = problem                                              # the optimum changes all 8 blocks
     stub = Stub(space, target)
-    result = run_search(space, stub, SETTINGS, 2000, np.random.default_rng(0), algorithm=algorithm, max_changed=2)
+    result = run_search(space, stub, SETTINGS, 2000, np.random.default_rng(0), algorithm=algorithm,
+                        rule=Guard(0.0, max_changed=2))
     assert np.count_nonzero(result.candidate) <= 2 and stub.rows == result.evaluations
     assert (stub.space.decode(stub.space.encode(result.candidate[None])) != 0).sum() <= 2
     if algorithm != "random":                                            # the best two changes are found
         assert result.score == pytest.approx(-0.02)
     cand, _, kept = guard(result, space.default()[0], Guard(0.0, max_changed=1))   # outside a smaller region
     assert np.array_equal(cand, space.default()[0]) and not kept
+
+
+@pytest.mark.parametrize("algorithm", ["evolution", "coordinate"])
+def test_a_search_by_distance_finds_the_gain_the_guard_can_vouch_for(problem, algorithm):
+    space, target = problem                              # -0.01 per block changed towards target, 8 blocks at most
+    rule = Guard(0.1, by_distance=((1, 2, 8), (0.005, 0.03, 0.1)))
+    # what the guard keeps: 1 block: -0.01 + 0.005 < 0; 2 blocks: -0.02 + 0.03 > 0; all 8: -0.08 + 0.1 > 0
+    plain = run_search(space, Stub(space, target), SETTINGS, 3000, np.random.default_rng(0), algorithm=algorithm)
+    assert np.array_equal(plain.candidate, target)
+    assert not guard(plain, space.default()[0], rule)[2]                 # the model's best: refused
+    result = run_search(space, Stub(space, target), SETTINGS, 3000, np.random.default_rng(0), algorithm=algorithm,
+                        rule=rule)
+    assert np.count_nonzero(result.candidate) == 1 and result.score == pytest.approx(-0.01)
+    cand, score, kept = guard(result, space.default()[0], rule)
+    changed = cand != 0
+    assert kept and score == pytest.approx(-0.01) and (cand[changed] == target[changed]).all()
