@@ -144,6 +144,7 @@ SCHEMA = Group({
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),
         "num_threads": COUNT,
+        "member_workers": COUNT,                  # members trained at once on a CPU, num_threads shared
         "mode": Str(GNN_MODES),
         "gst": Group({
             "segment_size": COUNT,

@@ -73,6 +73,7 @@ def gnn_settings(cfg, collection: Collection) -> GnnSettings:
                        gst=gst_settings(gnn, collection),
                        infer_chunk_mb=None if gnn.infer_chunk_mb is None else float(gnn.infer_chunk_mb),
                        device=str(gnn.device), num_threads=int(gnn.num_threads),
+                       member_workers=int(gnn.member_workers),
                        members=tuple(int(s) for s in gnn.seeds), seed=int(cfg.seed),
                        min_gap_quantile=None if quantile is None else float(quantile),
                        prune_hops=prune_hops(cfg.prune.hops, collection))
