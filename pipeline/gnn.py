@@ -34,7 +34,7 @@ from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
-from pipeline.graphnet.member_pool import Recorder, pool_size, run_pool, threads_per_worker
+from pipeline.graphnet.member_pool import Recorder, member_threads, pool_size, run_pool
 from pipeline.graphnet.members import member_dir, member_seed, rank_mean
 from pipeline.graphnet.progress import epoch_reporter
 from pipeline.graphnet.scoring import member_predictions
@@ -217,12 +217,12 @@ def train_members(cfg: DictConfig, collection: Collection, settings: GnnSettings
     train_with = train_settings(cfg, collection, settings, info.is_main)
     workers = pool_size(settings.member_workers, len(members), info.enabled, pick_device(settings.device).type)
     if workers > 1:
-        threads = threads_per_worker(settings.num_threads, workers)
-        print(f"[{STAGE} {collection.slug}] {len(members)} members, {workers} at a time ({threads} torch "
-              f"thread{'s' if threads > 1 else ''} each)", flush=True)
-        jobs = [MemberJob(cfg, collection, dataclasses.replace(settings, num_threads=threads), train_with, member,
-                          position, workers, max_epochs) for position, member in enumerate(members)]
-        outcomes = run_pool(train_member, jobs, workers, threads)
+        threads = [member_threads(settings.num_threads, workers, len(members), p) for p in range(len(members))]
+        print(f"[{STAGE} {collection.slug}] {len(members)} members, {workers} at a time (torch threads: "
+              f"{', '.join(map(str, threads))})", flush=True)
+        jobs = [MemberJob(cfg, collection, dataclasses.replace(settings, num_threads=threads[position]), train_with,
+                          member, position, workers, max_epochs) for position, member in enumerate(members)]
+        outcomes = run_pool(train_member, jobs, workers)
         for row in (r for o in outcomes for r in o.logged) if run is not None else ():
             run.log(row)
     else:

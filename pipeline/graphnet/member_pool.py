@@ -1,8 +1,8 @@
 """Train the GNN's seed members side by side on a CPU (`gnn.member_workers`, issue 27: the second core).
 
-One member trains on one core about as fast as on two (torch's intra-op threads gain little on these small graphs:
-docs/decisions.md, member workers), so the members of `gnn.seeds` run in a pool of worker processes instead, each
-with `gnn.num_threads // workers` torch threads (at least 1). Every member draws all its randomness from its own
+A member gains only 1.2-1.4x from a second torch thread on these small graphs (docs/decisions.md, member workers),
+so the members of `gnn.seeds` run in a pool of worker processes instead, `workers` at a time, each with
+`gnn.num_threads` shared by the members of its round (`member_threads`). Every member draws all its randomness from its own
 seed (pipeline/graphnet/members.py), so a member trained in the pool is bit for bit the member trained alone with
 the same thread count (tests/graphnet/test_graphnet_member_pool.py).
 
@@ -27,23 +27,22 @@ def pool_size(workers: int, members: int, distributed: bool, device_type: str) -
     return max(1, min(int(workers), int(members)))
 
 
-def threads_per_worker(num_threads: int, workers: int) -> int:
-    """Torch threads of one worker: gnn.num_threads shared by the workers, at least 1."""
-    return max(1, int(num_threads) // max(1, int(workers)))
+def member_threads(num_threads: int, workers: int, members: int, position: int) -> int:
+    """Torch threads of the member at 0-based `position`: gnn.num_threads shared by the members of its round (the
+    members run `workers` at a time, in order), at least 1. A last, short round gets more of them: the third of
+    three members on two workers trains with both threads once the first two are done."""
+    workers = max(1, int(workers))
+    start = position // workers * workers
+    in_round = min(workers, int(members) - start)
+    return max(1, int(num_threads) // in_round)
 
 
-def _init_worker(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def run_pool(task: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int) -> list[Result]:
-    """`[task(job) for job in jobs]`, computed by `workers` spawned processes with `threads` torch threads each
-    (in order of the jobs; a worker's exception is raised here). `task` must be a module-level function and the
-    jobs picklable."""
+def run_pool(task: Callable[[Job], Result], jobs: Sequence[Job], workers: int) -> list[Result]:
+    """`[task(job) for job in jobs]`, computed by `workers` spawned processes, a fresh one per job (in order of the
+    jobs; a worker's exception is raised here). `task` must be a module-level function that sets its own torch
+    threads, and the jobs picklable."""
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(threads,), maxtasksperchild=1) as pool:
+    with context.Pool(workers, maxtasksperchild=1) as pool:
         return pool.map(task, jobs, chunksize=1)
 
 

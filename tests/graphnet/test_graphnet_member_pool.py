@@ -11,7 +11,7 @@ from test_gnn import overrides, write_collection
 
 from pipeline import gnn as gnn_stage
 from pipeline.graphnet.checkpoint import load_model
-from pipeline.graphnet.member_pool import Recorder, pool_size, run_pool, threads_per_worker
+from pipeline.graphnet.member_pool import Recorder, member_threads, pool_size, run_pool
 from pipeline.graphnet.members import rank_mean
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection
@@ -37,21 +37,24 @@ def predictions(root: Path, split: str):
 
 
 def test_members_in_the_pool_are_the_members_trained_alone(tmp_path, monkeypatch, capfd):
-    """2 members, 2 workers of 1 thread (gnn.num_threads=2 shared) against each member alone with 1 thread: equal
-    weights, curves and blended predictions; the two members differ (a shared or swapped seed fails)."""
+    """3 members on 2 workers (gnn.num_threads=2 shared: 1, 1, then 2 threads for the last one alone) against each
+    member alone with those threads: equal weights, curves and blended predictions; the members differ (a shared or
+    swapped seed fails)."""
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    pool, alone = tmp_path / "pool", {m: tmp_path / f"alone{m}" for m in (0, 1)}
-    train(pool, "[0,1]", workers=2, threads=2)
+    pool, alone = tmp_path / "pool", {m: tmp_path / f"alone{m}" for m in (0, 1, 2)}
+    train(pool, "[0,1,2]", workers=2, threads=2)
     out = capfd.readouterr().out                                   # the workers write to the stage's stdout
-    assert "2 members, 2 at a time (1 torch thread each)" in out
-    assert "seed 0 (1/2) epoch 3/3" in out and "seed 1 (2/2) epoch 3/3" in out      # one line per epoch per member
+    assert "3 members, 2 at a time (torch threads: 1, 1, 2)" in out
+    for member in range(3):                                        # one line per epoch per member, prefixed
+        assert [f"seed {member} ({member + 1}/3) epoch {e}/3" in out for e in (1, 2, 3)] == [True] * 3
     for member, root in alone.items():
-        train(root, f"[{member}]", workers=1, threads=1)
+        train(root, f"[{member}]", workers=1, threads=1 if member < 2 else 2)
     for member, root in alone.items():
         mine, theirs = weights(pool, member), weights(root, member)
         assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
-    first, second = weights(pool, 0), weights(pool, 1)
-    assert any(not torch.equal(first[k], second[k]) for k in first)
+    members = [weights(pool, m) for m in range(3)]
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        assert any(not torch.equal(members[a][k], members[b][k]) for k in members[a])
     curve = pd.read_csv(pool / "plots" / "gnn" / COLLECTION.slug / "curve.csv")
     for member, root in alone.items():
         solo = pd.read_csv(root / "plots" / "gnn" / COLLECTION.slug / "curve.csv")
@@ -69,7 +72,9 @@ def test_pool_size_and_threads():
     assert pool_size(4, 3, distributed=False, device_type="cpu") == 3          # no idle worker
     assert pool_size(2, 3, distributed=True, device_type="cpu") == 1           # torchrun: one at a time
     assert pool_size(2, 3, distributed=False, device_type="cuda") == 1
-    assert (threads_per_worker(2, 2), threads_per_worker(8, 3), threads_per_worker(1, 2)) == (1, 2, 1)
+    assert [member_threads(2, 2, 3, p) for p in range(3)] == [1, 1, 2]         # the last round alone: both threads
+    assert [member_threads(8, 3, 4, p) for p in range(4)] == [2, 2, 2, 8]
+    assert [member_threads(1, 2, 2, p) for p in range(2)] == [1, 1]             # never 0 threads
 
 
 def _square_or_fail(x: int) -> int:
@@ -79,9 +84,9 @@ def _square_or_fail(x: int) -> int:
 
 
 def test_run_pool_keeps_the_order_and_raises_a_worker_error():
-    assert run_pool(_square_or_fail, [3, 1, 2], workers=2, threads=1) == [9, 1, 4]
+    assert run_pool(_square_or_fail, [3, 1, 2], workers=2) == [9, 1, 4]
     with pytest.raises(ValueError, match="negative -1"):
-        run_pool(_square_or_fail, [2, -1], workers=2, threads=1)
+        run_pool(_square_or_fail, [2, -1], workers=2)
     recorder = Recorder()
     row = {"epoch": 0}
     recorder.log(row)
