@@ -141,6 +141,7 @@ SCHEMA = Group({
         "tta": COUNT, "infer_batch": COUNT,
         "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),
+        "valid_tta": Optional(COUNT),             # null: gnn.tta
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),
         "num_threads": COUNT,
