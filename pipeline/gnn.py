@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +34,9 @@ from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
+from pipeline.graphnet.member_pool import Recorder, member_threads, pool_size, run_pool
 from pipeline.graphnet.members import member_dir, member_seed, rank_mean
+from pipeline.graphnet.progress import epoch_reporter
 from pipeline.graphnet.scoring import member_predictions
 from pipeline.graphnet.losses import hinge_min_gap
 from pipeline.graphnet.model import build_model
@@ -84,39 +87,6 @@ def train_min_gap(cfg: DictConfig, collection: Collection, settings: GnnSettings
     if verbose:
         print(f"[{STAGE} {collection.slug}] pairwise hinge min_gap {min_gap:.5f} ({source})", flush=True)
     return min_gap
-
-
-def epochs_left(epoch: int, best_epoch: int, budget: int, patience: int) -> tuple[int, int]:
-    """(expected, at most) epochs this member still trains after `epoch` (0-based): at most the rest of the budget;
-    expected, until early stopping ends it should the valid score not improve again (`patience` epochs after the
-    best one)."""
-    at_most = max(budget - epoch - 1, 0)
-    return min(at_most, max(best_epoch + patience - epoch, 0)), at_most
-
-
-def epoch_reporter(slug: str, member: int, position: int, members: int, budget: int, patience: int, run=None):
-    """on_epoch callback: one line per epoch, `seed k (i/n) epoch e/N`, with the ETA from the mean epoch time so far
-    and the early-stopping state (`epochs_left`; the later members are expected to train as long as this one),
-    beside its upper bound (every remaining epoch of the budget)."""
-    from tqdm import tqdm
-
-    seconds: list[float] = []
-
-    def on_epoch(row: dict) -> None:
-        seconds.append(row["seconds"])
-        per_epoch = sum(seconds) / len(seconds)
-        expected, at_most = epochs_left(row["epoch"], row["best_epoch"], budget, patience)
-        later = members - position - 1
-        eta = (expected + later * (row["epoch"] + 1 + expected)) * per_epoch
-        bound = (at_most + later * budget) * per_epoch
-        shown = max(budget, row["epoch"] + 1)          # GST's head fine-tuning runs past the budget
-        print(f"[{STAGE} {slug}] seed {member} ({position + 1}/{members}) epoch {row['epoch'] + 1}/{shown}: "
-              f"loss {row['loss']:.4f} valid {row['valid_score']:.4f} lr {row['lr']:.2e} "
-              f"{row['configs_per_second']:.0f} configs/s, {per_epoch:.1f} s/epoch, ETA "
-              f"{tqdm.format_interval(eta)} (at most {tqdm.format_interval(bound)})", flush=True)
-        if run is not None:
-            run.log({**row, "seed": member})
-    return on_epoch
 
 
 def train_settings(cfg: DictConfig, collection: Collection, settings: GnnSettings, verbose: bool) -> TrainSettings:
@@ -171,9 +141,9 @@ def run_summary(result: FitResult) -> dict:
 
 
 def predict_split(cfg: DictConfig, collection: Collection, settings: GnnSettings, model: torch.nn.Module,
-                  split: str, seed: int, info: DistInfo = DistInfo()) -> Predictions:
+                  split: str, seed: int, info: DistInfo = DistInfo(), progress: bool = True) -> Predictions:
     """Rank every config of every graph of a split with one member (TTA orderings from the member's `seed`;
-    graphs sharded over ranks, merged on every rank)."""
+    graphs sharded over ranks, merged on every rank; a progress bar on rank 0 with `progress`)."""
     from pipeline.graphnet.distributed import gather_objects
 
     device = pick_device(settings.device)
@@ -181,7 +151,7 @@ def predict_split(cfg: DictConfig, collection: Collection, settings: GnnSettings
         device = torch.device("cuda", info.local_rank)
     graphs = pruned_graphs(cfg, collection, split)
     mine = member_predictions(model, collection.kind, graphs[info.rank::info.world], settings, seed, device,
-                              progress=info.is_main)
+                              progress=info.is_main and progress)
     merged = Predictions()
     for part in gather_objects(mine.scores, info):
         for graph_id, scores in part.items():
@@ -190,31 +160,77 @@ def predict_split(cfg: DictConfig, collection: Collection, settings: GnnSettings
     return merged
 
 
+@dataclass(frozen=True)
+class MemberJob:
+    """One member to train and predict with: what a pool worker needs (picklable)."""
+
+    cfg: DictConfig
+    collection: Collection
+    settings: GnnSettings
+    train_with: TrainSettings                # train_settings(...): min_gap resolved once for every member
+    member: int                              # the member seed (an entry of gnn.seeds)
+    position: int                            # its 0-based place in gnn.seeds
+    workers: int = 1                         # members training at once (progress lines' ETA)
+    max_epochs: int | None = None
+
+
+@dataclass
+class MemberOutcome:
+    """A trained member: its predictions, run_summary + timings, curve rows, size and the rows it logged."""
+
+    preds: dict[str, Predictions]
+    summary: dict
+    curve: list[dict]
+    parameters: int
+    logged: list[dict] = dataclasses.field(default_factory=list)
+
+
+def train_member(job: MemberJob, info: DistInfo = DistInfo(), run=None) -> MemberOutcome:
+    """Train member `job.member` and rank valid and test with it (a pool worker's task when `run` is None: the
+    rows to log are then returned in `logged`)."""
+    slug, members, settings = job.collection.slug, len(job.settings.members), job.settings
+    recorder = Recorder() if run is None else run
+    watch = Stopwatch()
+    report = (epoch_reporter(slug, job.member, job.position, members, job.train_with.epochs,
+                             job.train_with.patience, recorder, job.workers) if info.is_main else None)
+    model, result = train_collection(job.cfg, job.collection, job.member, settings, job.train_with, info, report,
+                                     job.max_epochs)
+    seed = member_seed(settings.seed, job.member)
+    preds = {split: predict_split(job.cfg, job.collection, settings, model, split, seed, info,
+                                  progress=job.workers == 1)       # side by side, bars would garble each other
+             for split in PREDICTED_SPLITS}
+    summary = {"seed": job.member, **run_summary(result), "seconds": watch.elapsed(),
+               "epoch_seconds": epoch_seconds(result)}
+    if result.stopped == STOP_BUDGET and info.is_main:
+        print(f"[{STAGE} {slug}] warning: seed {job.member} stopped at the budget (gnn.epochs={job.train_with.epochs}) "
+              f"before its valid score plateaued (best epoch {result.best_epoch + 1}); raise gnn.epochs", flush=True)
+    return MemberOutcome(preds, summary, [{"seed": job.member, **row} for row in result.curve],
+                         sum(p.numel() for p in model.parameters()), recorder.rows if run is None else [])
+
+
 def train_members(cfg: DictConfig, collection: Collection, settings: GnnSettings, info: DistInfo, run=None,
                   max_epochs: int | None = None) -> tuple[list[dict[str, Predictions]], list[dict], list[dict], int]:
-    """Train and predict with every member of gnn.seeds: (per member {split: Predictions}, per member
+    """Train and predict with every member of gnn.seeds, `gnn.member_workers` at a time on a CPU
+    (pipeline/graphnet/member_pool.py), else one after the other: (per member {split: Predictions}, per member
     run_summary + seconds and mean epoch seconds, every member's curve rows, parameters of one member)."""
     members = settings.members
     train_with = train_settings(cfg, collection, settings, info.is_main)
-    budget = train_with.epochs
-    preds, summaries, curve = [], [], []
-    for position, member in enumerate(members):
-        watch = Stopwatch()
-        report = (epoch_reporter(collection.slug, member, position, len(members), budget, train_with.patience, run)
-                  if info.is_main else None)
-        model, result = train_collection(cfg, collection, member, settings, train_with, info, report, max_epochs)
-        seed = member_seed(settings.seed, member)
-        preds.append({split: predict_split(cfg, collection, settings, model, split, seed, info)
-                      for split in PREDICTED_SPLITS})
-        summaries.append({"seed": member, **run_summary(result), "seconds": watch.elapsed(),
-                          "epoch_seconds": epoch_seconds(result)})
-        curve += [{"seed": member, **row} for row in result.curve]
-        parameters = sum(p.numel() for p in model.parameters())
-        if result.stopped == STOP_BUDGET and info.is_main:
-            print(f"[{STAGE} {collection.slug}] warning: seed {member} stopped at the budget (gnn.epochs={budget}) "
-                  f"before its valid score plateaued (best epoch {result.best_epoch + 1}); raise gnn.epochs",
-                  flush=True)
-    return preds, summaries, curve, parameters
+    workers = pool_size(settings.member_workers, len(members), info.enabled, pick_device(settings.device).type)
+    if workers > 1:
+        threads = [member_threads(settings.num_threads, workers, len(members), p) for p in range(len(members))]
+        print(f"[{STAGE} {collection.slug}] {len(members)} members, {workers} at a time (torch threads: "
+              f"{', '.join(map(str, threads))})", flush=True)
+        jobs = [MemberJob(cfg, collection, dataclasses.replace(settings, num_threads=threads[position]), train_with,
+                          member, position, workers, max_epochs) for position, member in enumerate(members)]
+        outcomes = run_pool(train_member, jobs, workers)
+        for row in (r for o in outcomes for r in o.logged) if run is not None else ():
+            run.log(row)
+    else:
+        outcomes = [train_member(MemberJob(cfg, collection, settings, train_with, member, position,
+                                           max_epochs=max_epochs), info, run)
+                    for position, member in enumerate(members)]
+    return ([o.preds for o in outcomes], [o.summary for o in outcomes], [r for o in outcomes for r in o.curve],
+            outcomes[-1].parameters)
 
 
 def epoch_seconds(result: FitResult) -> float | None:

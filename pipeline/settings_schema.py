@@ -141,9 +141,11 @@ SCHEMA = Group({
         "tta": COUNT, "infer_batch": COUNT,
         "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),
+        "valid_tta": Optional(COUNT),             # null: gnn.tta
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),
         "num_threads": COUNT,
+        "member_workers": COUNT,                  # members trained at once on a CPU, num_threads shared
         "mode": Str(GNN_MODES),
         "gst": Group({
             "segment_size": COUNT,

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from pipeline.ensemble import weights_text
-from pipeline.gnn import epochs_left
+from pipeline.graphnet.progress import epochs_left
 from pipeline.scoring.evaluate import score_line
 from pipeline.timings import Stopwatch, timings_file, write_timings
 

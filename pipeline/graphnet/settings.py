@@ -20,7 +20,8 @@ class GnnSettings:
     gst: GSTSettings | None           # gnn.mode=gst on a layout collection, else None (graphs train whole)
     infer_chunk_mb: float | None      # CPU inference in config chunks of this many MB (pipeline/graphnet/chunked.py)
     device: str                       # auto | cpu | cuda (train_loop.pick_device)
-    num_threads: int                  # torch's CPU threads
+    num_threads: int                  # torch's CPU threads (shared by the member workers)
+    member_workers: int               # members trained at once on a CPU (pipeline/graphnet/member_pool.py)
     members: tuple[int, ...]          # gnn.seeds: one model per member (pipeline/graphnet/members.py)
     seed: int                         # the global seed the member seeds derive from
     min_gap_quantile: float | None    # None: train.min_gap; else from the duplicate spread prune measured

@@ -5,7 +5,8 @@ per-epoch validation (model selection by the collection metric), early stopping 
 `fit` takes typed settings (`TrainSettings`, `GSTSettings`) and runs: `_setup` (optimiser, schedule, GST trainer),
 `_resume`, then per epoch `_train_epoch`, `validate`, `_select`, the stop decision and `_save_checkpoint`.
 Validation scores every kept config of a valid graph (up to `gnn.valid_max_configs`) with the TTA orderings and
-config batches of the final inference, so the selected epoch's score is the score its predictions get.
+config batches of the final inference, so the selected epoch's score is the score its predictions get (unless
+`gnn.valid_tta` sets fewer orderings for the selection).
 
 Randomness: the graph order of epoch e comes from rng (seed, e) (shared by all ranks), config sampling from a
 per-rank generator and dropout from torch's RNG; all of it is checkpointed, so resuming reproduces the

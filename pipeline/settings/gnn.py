@@ -3,6 +3,8 @@ values `lr`, `epochs`, `norm`, `node_reduce`, `configs_per_graph` picked for the
 global `seed` once, into a `pipeline.graphnet.settings.GnnSettings`."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipeline.config import by_search, prune_hops
 from pipeline.graphnet.gst import GSTSettings
 from pipeline.graphnet.infer import InferSettings
@@ -29,7 +31,8 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
 
 
 def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSettings:
-    """Training's settings (`lr`, `epochs`, `configs_per_graph` by search); validation scores as `infer`."""
+    """Training's settings (`lr`, `epochs`, `configs_per_graph` by search); validation scores as `infer`, with
+    `gnn.valid_tta` orderings when set."""
     kind, search = collection.kind, collection.search
     return TrainSettings(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
                          warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule),
@@ -42,7 +45,8 @@ def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSe
                                                          kind, search)),
                          grad_clip=float(gnn.grad_clip) if gnn.grad_clip else None, loss=str(gnn.loss),
                          margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume),
-                         amp=bool(gnn.amp), valid_max_configs=int(gnn.valid_max_configs), valid=infer)
+                         amp=bool(gnn.amp), valid_max_configs=int(gnn.valid_max_configs),
+                         valid=infer if gnn.valid_tta is None else replace(infer, tta=int(gnn.valid_tta)))
 
 
 def infer_settings(gnn) -> InferSettings:
@@ -73,6 +77,7 @@ def gnn_settings(cfg, collection: Collection) -> GnnSettings:
                        gst=gst_settings(gnn, collection),
                        infer_chunk_mb=None if gnn.infer_chunk_mb is None else float(gnn.infer_chunk_mb),
                        device=str(gnn.device), num_threads=int(gnn.num_threads),
+                       member_workers=int(gnn.member_workers),
                        members=tuple(int(s) for s in gnn.seeds), seed=int(cfg.seed),
                        min_gap_quantile=None if quantile is None else float(quantile),
                        prune_hops=prune_hops(cfg.prune.hops, collection))

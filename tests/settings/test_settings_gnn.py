@@ -23,3 +23,11 @@ def test_the_gst_group_only_in_gst_mode_on_layout_collections():
     cfg = compose(["data=programs_ci", "gnn=gst"])
     assert gnn_settings(cfg, RANDOM).gst.segment_size == int(cfg.gnn.gst.segment_size)
     assert gnn_settings(cfg, TILE).gst is None
+
+
+def test_model_selection_orderings_default_to_the_final_inference():
+    assert gnn_settings(compose(["data=programs_ci", "gnn.tta=3"]), RANDOM).train.valid.tta == 3
+    cheap = gnn_settings(compose(["data=programs_ci", "gnn.tta=3", "gnn.valid_tta=1"]), RANDOM)
+    assert (cheap.train.valid.tta, cheap.infer.tta, cheap.train.valid.infer_batch) == (1, 3, cheap.infer.infer_batch)
+    member = gnn_settings(compose(["data=programs_ci", "gnn.member_workers=3", "gnn.num_threads=4"]), RANDOM)
+    assert (member.member_workers, member.num_threads) == (3, 4)
