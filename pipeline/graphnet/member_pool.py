@@ -3,8 +3,8 @@
 A member gains only 1.2-1.4x from a second torch thread on these small graphs (docs/decisions.md, member workers),
 so the members of `gnn.seeds` run in a pool of worker processes instead, `workers` at a time, each with
 `gnn.num_threads` shared by the members of its round (`member_threads`). Every member draws all its randomness from
-its own seed (pipeline/graphnet/members.py), so a member trained in the pool is bit for bit the member trained alone with
-the same thread count (tests/graphnet/test_graphnet_member_pool.py).
+its own seed (pipeline/graphnet/members.py), so a member trained in the pool is bit for bit the member trained
+alone with the same thread count (tests/graphnet/test_graphnet_member_pool.py).
 
 Workers are spawned (not forked: a forked OpenMP runtime can hang), import the stage afresh and return their
 results to the parent, which writes the stage's outputs; their progress lines go to the same stdout, one line at a
