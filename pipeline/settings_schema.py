@@ -19,6 +19,7 @@ import fnmatch
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from pipeline.choices import ENSEMBLE_TIE_BREAKS
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, LIGHTGBM_XENDCG_GRADES,
@@ -155,7 +156,7 @@ SCHEMA = Group({
         }),
     }),
     "ensemble": Group({"members": List(Str(MODEL_STAGES), min_len=1), "normalize": Str(("minmax", "rank")),
-                       "weighting": Str(ENSEMBLE_WEIGHTINGS),
+                       "weighting": Str(ENSEMBLE_WEIGHTINGS), "tie_break": Str(ENSEMBLE_TIE_BREAKS),
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),

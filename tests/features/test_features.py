@@ -7,7 +7,8 @@ from pipeline.features import layout as features_layout, tile as features_tile
 from pipeline.features.table import FeatureSpec, GraphFeaturizer, graph_feature_names, graph_features
 from pipeline.pruned import PrunedGraph
 
-ALL = frozenset({"graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
+ALL = frozenset({"graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "tile_relative",
+                 "layout_default",
                  "layout_perm", "layout_disagree", "layout_minor"})
 PAD = [-1] * 6
 
@@ -127,6 +128,23 @@ def test_tile_derived_features():
     assert np.allclose(f["pad_ratio"], [128 * 256 / 20000, 1.0])
     assert list(f["tile_minor"]) == [128, 200]
     assert list(f["tile_minor_aligned128"]) == [1, 0]
+
+
+def test_tile_relative_features_are_logs_of_the_tile_against_its_output():
+    shape = np.array([100, 200, -1, -1, -1, -1], dtype=np.float64)
+    config_feat = np.zeros((2, 24), dtype=np.float32)
+    config_feat[0, 8:10] = [64, 128]        # 2 x 2 tiles of 64 x 128 cover 128 x 256 for 100 x 200
+    config_feat[1, 8:10] = [100, 0]         # one tile of 100 x 200
+    names = features_tile.tile_feature_names({"tile_relative"})
+    f = dict(zip(names, features_tile.tile_features(shape, config_feat, {"tile_relative"}).T))
+    assert len(names) == 13 and not any(n.startswith("output_bounds") for n in names)
+    assert np.allclose(f["rel_log_tiles"], [np.log(4), 0])
+    assert np.allclose(f["rel_log_pad_ratio"], [np.log(128 * 256 / 20000), 0])
+    assert np.allclose(f["rel_log_tile_fraction"], [np.log(64 * 128 / 20000), 0])
+    assert np.allclose(f["rel_minor_rem128"], [0, 72 / 128])
+    # the same tiles on an output 10x larger per dim: every ratio moves by its log, nothing saturates
+    big = features_tile.tile_features(shape * np.array([10, 10, 1, 1, 1, 1]), config_feat, {"tile_relative"})
+    assert np.isclose(dict(zip(names, big.T))["rel_log_tiles"][0] - f["rel_log_tiles"][0], np.log(16 * 16 / 4))
 
 
 def test_graph_features_and_featurizer_rows():
