@@ -19,7 +19,8 @@ PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup
 LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table (NODE_STATS maps them to numpy)
 LGBM_GRAPH_GROUPS = ("graph_counts", "opcodes", "node_stats")                        # pipeline.features.table
 LGBM_TILE_GROUPS = ("tile_config", "tile_derived", "tile_relative")                  # pipeline.features.tile
-LGBM_LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor")   # pipeline.features.layout
+LGBM_LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor",
+                      "layout_top_nodes")                                                  # pipeline.features.layout
 LGBM_FEATURE_GROUPS = LGBM_GRAPH_GROUPS + LGBM_TILE_GROUPS + LGBM_LAYOUT_GROUPS
 LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm_model.train
 LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.train

@@ -8,7 +8,7 @@ from pipeline.features.table import FeatureSpec, GraphFeaturizer, graph_feature_
 from pipeline.pruned import PrunedGraph
 
 ALL = frozenset({"graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "tile_relative",
-                 "layout_default",
+                 "layout_default", "layout_top_nodes",
                  "layout_perm", "layout_disagree", "layout_minor"})
 PAD = [-1] * 6
 
@@ -52,6 +52,27 @@ def layout_values(graph, groups):
     names = features_layout.layout_feature_names(set(groups), 4)
     assert values.shape == (2, len(names))
     return dict(zip(names, values.T))
+
+
+def test_layout_top_nodes_by_hand():
+    """conv and reshape both hold 2048 elements: slot 0 is the conv (node order breaks the tie), slot 2 is empty."""
+    graph = two_config_layout_graph()
+    ctx = features_layout.layout_context(graph)
+    values = features_layout.layout_features(ctx, graph.node_config_feat, {"layout_top_nodes"}, 4, top_nodes=3)
+    names = features_layout.layout_feature_names({"layout_top_nodes"}, 4, top_nodes=3)
+    assert values.shape == (2, len(names)) == (2, 3 * 23)
+    f = dict(zip(names, values.T))
+    assert list(f["top0_log2_elements"]) == [11, 11] and list(f["top0_kind"]) == [0, 0]     # conv
+    assert list(f["top1_kind"]) == [2, 2]                                                  # reshape
+    assert [f[f"top0_output_{d}"][0] for d in range(6)] == [3, 2, 1, 0, -1, -1]
+    assert [f[f"top0_input_{d}"][1] for d in range(6)] == [-1] * 6                         # config 1: default
+    assert f["top1_input_0"][0] == 3
+    # conv out 3210: minor dims 128 and 4, padded to 128 x 8: ratio 2; out 0123: minor 1 and 4 pad to 128 x 8
+    assert list(f["top0_minor0_log2"]) == [7, 0] and list(f["top0_minor1_log2"]) == [2, 2]
+    assert np.allclose(f["top0_pad_ratio"], [2.0, 256.0])
+    # reshape out 10 and its default (HLO layout 10): minor dims 128 and 16, no padding
+    assert list(f["top1_minor0_log2"]) == [7, 7] and np.allclose(f["top1_pad_ratio"], [1.0, 1.0])
+    assert np.isnan(values[:, names.index("top2_log2_elements"):]).all()
 
 
 def test_layout_disagreement_counts():

@@ -100,6 +100,18 @@ def test_schema_grade_limit_is_the_modules():
     assert train.max_label_grades("rank_xendcg") == 31
 
 
+def test_score_eval_order_does_not_saturate_where_the_tile_score_does():
+    # one tile graph of 7 configs, runtime i + 1; predictions are relevance (higher = predicted faster)
+    data = rank_data.RankData(features=np.zeros((7, 1), np.float32), label=np.zeros(7, np.int32), group=[7],
+                               graph_offsets=np.array([0, 7]), runtime=np.arange(1.0, 8.0), names=["x"])
+    right = -np.arange(1.0, 8.0)                     # the whole order right
+    best_only = np.array([7.0, 1, 2, 3, 4, 5, 6])    # the best first, the rest reversed: tau (6 - 15) / 21
+    score, order = train.score_eval("tile", data, "score"), train.score_eval("tile", data, "order")
+    assert score(right, None) == ("score", 1.0, True) and score(best_only, None) == ("score", 1.0, True)
+    assert order(right, None) == ("order", pytest.approx(1.0), True)
+    assert order(best_only, None) == ("order", pytest.approx(-3 / 7), True)
+
+
 def test_pairwise_objective_gradients_by_hand_and_by_finite_differences():
     data = rank_data.RankData(features=np.zeros((5, 1), np.float32), label=np.zeros(5, np.int32), group=[3, 2],
                                graph_offsets=np.array([0, 3, 5]), runtime=np.array([1.0, 2.0, 2.0, 5.0, 5.0]),
