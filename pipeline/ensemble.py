@@ -39,7 +39,7 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
                      for split in PREDICTED_SPLITS if truth[split] is not None}
     ensemble = cfg.ensemble
     weights = pick_weights(collection.kind, preds["valid"], truth["valid"], ensemble.weighting, ensemble.grid_step,
-                           ensemble.normalize)
+                           ensemble.normalize, ensemble.tie_break)
     blended = {split: blend(preds[split], weights, ensemble.normalize) for split in PREDICTED_SPLITS}
     for split, split_preds in blended.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, "ensemble", collection.slug, split))

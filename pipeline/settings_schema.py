@@ -19,6 +19,7 @@ import fnmatch
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from pipeline.choices import ENSEMBLE_TIE_BREAKS
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, LIGHTGBM_XENDCG_GRADES,
@@ -92,7 +93,7 @@ SCHEMA = Group({
         "learning_rate": POSITIVE,
         "num_boost_round": COUNT,
         "early_stopping_rounds": COUNT,
-        "eval_metric": Str(("score", "ndcg")),
+        "eval_metric": Str(("score", "order", "ndcg")),
         "eval_at": List(COUNT, min_len=1),
         "min_data_in_leaf": Int(low=0),
         "feature_fraction": Float(low=0.0, high=1.0, low_open=True),
@@ -106,6 +107,7 @@ SCHEMA = Group({
         "importance_top": COUNT,
         "node_stats": List(Str(LGBM_NODE_STATS)),
         "max_perm_rank": COUNT,
+        "top_nodes": COUNT,
         "features": Group({name: Bool() for name in LGBM_FEATURE_GROUPS}),
         "tile": LGBM_KIND,
         "layout": LGBM_KIND,
@@ -157,7 +159,7 @@ SCHEMA = Group({
         }),
     }),
     "ensemble": Group({"members": List(Str(MODEL_STAGES), min_len=1), "normalize": Str(("minmax", "rank")),
-                       "weighting": Str(ENSEMBLE_WEIGHTINGS),
+                       "weighting": Str(ENSEMBLE_WEIGHTINGS), "tie_break": Str(ENSEMBLE_TIE_BREAKS),
                        "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
     "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),

@@ -14,11 +14,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from pipeline.choices import ENSEMBLE_WEIGHTINGS
+from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS
 from pipeline.predictions import Predictions
 from pipeline.scoring import metrics
 
 WEIGHTINGS = ENSEMBLE_WEIGHTINGS
+TIE_BREAKS = ENSEMBLE_TIE_BREAKS
+TIE = 1e-12                                   # scores closer than this tie
 
 
 def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
@@ -47,28 +49,49 @@ def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> P
     return blended
 
 
+def order_score(preds: Predictions, truth: Mapping[str, np.ndarray]) -> float:
+    """Mean over the graphs of `truth` of the Kendall tau between the predictions and the runtimes: how well the
+    whole order of each graph's configurations is predicted (for tile, finer than the top-5 metric)."""
+    return float(np.mean([metrics.kendall_tau(preds[g], runtimes) for g, runtimes in truth.items()]))
+
+
 def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
-                   step: float, method: str) -> tuple[np.ndarray, float]:
+                   step: float, method: str, tie_break: str = "even") -> tuple[np.ndarray, float]:
     """The grid weights with the best mean validation score; returns (weights, score).
 
-    Ties (a saturated validation score, e.g. tile at 1.0) go to the most even weights (least sum of squares), the
-    blend that trusts the validation set least, and then to the first on the grid.
+    Ties on the score (a saturated validation score, e.g. tile at 1.0 for every blend) are broken by `tie_break`:
+    `order` first prefers the blend with the best `order_score` on valid (the whole configuration order, which does
+    not saturate; for layout it is the score itself, so nothing changes there); then, and for `even` at once, the
+    most even weights (least sum of squares) win, the blend that trusts the validation set least, then the first
+    on the grid. `tie_break` is one of TIE_BREAKS (the settings schema checks `ensemble.tie_break`).
     """
-    best_weights, best_key = None, (-np.inf, -np.inf)
+    best_weights, best_key = None, None
     for weights in weight_grid(len(members), step):
-        score = metrics.score_predictions(kind, blend(members, weights, method), truth)["score"]
-        key = (score, -float(np.sum(weights ** 2)))
-        if key[0] > best_key[0] + 1e-12 or (abs(key[0] - best_key[0]) <= 1e-12 and key[1] > best_key[1] + 1e-12):
+        blended = blend(members, weights, method)
+        score = metrics.score_predictions(kind, blended, truth)["score"]
+        order = order_score(blended, truth) if tie_break == "order" and kind == "tile" else 0.0
+        key = (score, order, -float(np.sum(weights ** 2)))
+        if best_key is None or _better(key, best_key):
             best_weights, best_key = weights, key
     return best_weights, best_key[0]
 
 
+def _better(key: tuple[float, ...], best: tuple[float, ...]) -> bool:
+    """Lexicographic `key > best`, with values closer than TIE counted equal."""
+    for value, incumbent in zip(key, best):
+        if value > incumbent + TIE:
+            return True
+        if value < incumbent - TIE:
+            return False
+    return False
+
+
 def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray], weighting: str,
-                 step: float, method: str) -> np.ndarray:
+                 step: float, method: str, tie_break: str = "even") -> np.ndarray:
     """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
     if weighting == "equal":
         return np.full(len(members), 1.0 / len(members))
-    return choose_weights(kind, members, truth, step, method)[0]
+    return choose_weights(kind, members, truth, step, method, tie_break)[0]
 
 
 def gain_over_best_member(member_scores: Mapping[str, Mapping[str, float]],

@@ -13,7 +13,9 @@ operations over the whole chunk (no Python loop per configuration). Feature grou
   where a default block means the node's HLO layout), configurable consumers whose chosen input_layout differs
   from the HLO layout of a fixed producer, and nodes whose chosen output_layout differs from their HLO layout;
 - `layout_minor`: sizes of the two most-minor output dimensions under the effective layout and the padding
-  waste of TPU (8, 128) tiles: sum of log2 sizes, counts of aligned/small dims, padded/raw element ratio.
+  waste of TPU (8, 128) tiles: sum of log2 sizes, counts of aligned/small dims, padded/raw element ratio;
+- `layout_top_nodes`: the layout of each of the `top_nodes` largest configurable nodes, slot by slot
+  (`pipeline.features.top_nodes`).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.choices import LGBM_LAYOUT_GROUPS
+from pipeline.features import top_nodes as features_top_nodes
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, block_codes
@@ -92,7 +95,7 @@ def _perm_table(max_perm_rank: int) -> tuple[np.ndarray, list[str]]:
     return table, names + ["rank_gt"]
 
 
-def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
+def layout_feature_names(groups: set[str], max_perm_rank: int, top_nodes: int = 0) -> list[str]:
     """Column names of `layout_features` for the enabled groups, in order."""
     names = []
     if "layout_default" in groups:
@@ -108,11 +111,13 @@ def layout_feature_names(groups: set[str], max_perm_rank: int) -> list[str]:
         names += ["minor0_log2_sum", "minor1_log2_sum", "minor0_aligned128", "minor1_aligned8",
                   "minor0_small", "minor0_log2_weighted", "minor0_aligned128_weighted",
                   "minor1_aligned8_weighted", "pad_ratio", "pad_waste_log2"]
+    if "layout_top_nodes" in groups:
+        names += features_top_nodes.top_node_names(top_nodes)
     return names
 
 
 def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: set[str],
-                    max_perm_rank: int) -> np.ndarray:
+                    max_perm_rank: int, top_nodes: int = 0) -> np.ndarray:
     """Features of a chunk of configurations.
 
     Args:
@@ -122,7 +127,7 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
         max_perm_rank: largest rank whose permutations get their own `layout_perm` column.
 
     Returns:
-        float32 [configs, len(layout_feature_names(groups, max_perm_rank))].
+        float32 [configs, len(layout_feature_names(groups, max_perm_rank, top_nodes))].
     """
     feat = np.asarray(node_config_feat, dtype=np.int8)
     n_configs, n_nodes = feat.shape[:2]
@@ -164,6 +169,10 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
         ], 1))
     if "layout_minor" in groups:
         columns.append(_minor_features(ctx, blocks, is_default[:, :, 0]))
+    if "layout_top_nodes" in groups:
+        slot0, slot1 = _minor_slots(ctx, blocks, is_default[:, :, 0])
+        columns.append(features_top_nodes.top_node_features(ctx.shape, ctx.kind, ctx.minor_table, blocks,
+                                                            slot0, slot1, top_nodes))
     if not columns:
         return np.zeros((n_configs, 0), dtype=np.float32)
     return np.concatenate(columns, axis=1).astype(np.float32)
@@ -188,11 +197,17 @@ def _minor_table(shape: np.ndarray) -> np.ndarray:
     return np.stack(np.broadcast_arrays(*stats), axis=-1).astype(np.float64)
 
 
+def _minor_slots(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int64 [configs, NC] each: the most-minor and second-minor output dim under the effective layout (-1: none)."""
+    slot0 = np.where(out_default, ctx.hlo_layout[None, :, 0], blocks[:, :, 0, 0]).astype(np.int64)
+    slot1 = np.where(out_default, ctx.hlo_layout[None, :, 1], blocks[:, :, 0, 1]).astype(np.int64)
+    return slot0, slot1
+
+
 def _minor_features(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray) -> np.ndarray:
     """[configs, 10] minor-dimension sizes and (8, 128) padding waste under the effective output layouts."""
-    n_configs, n_nodes = blocks.shape[:2]
-    slot0 = np.where(out_default, ctx.hlo_layout[None, :, 0], blocks[:, :, 0, 0]).astype(np.int64)  # [configs, NC]
-    slot1 = np.where(out_default, ctx.hlo_layout[None, :, 1], blocks[:, :, 0, 1]).astype(np.int64)
+    n_nodes = blocks.shape[1]
+    slot0, slot1 = _minor_slots(ctx, blocks, out_default)
     index = (np.arange(n_nodes)[None, :] * 7 + slot0 + 1) * 7 + slot1 + 1
     stats = ctx.minor_table.reshape(-1, ctx.minor_table.shape[-1])[index].sum(1)  # [configs, 9]
     elements = max(np.where(ctx.shape > 0, ctx.shape, 1.0).prod(1).sum(), 1.0)

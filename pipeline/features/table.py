@@ -9,7 +9,8 @@ condition the configuration effects on the graph) followed by the configuration 
 - `opcodes`: opcode histogram (ids 0..MAX_OPCODE);
 - `node_stats`: per column of the normalised `node_feat`, the statistics `lgbm.node_stats` (mean/std/min/max)
   over all nodes and, for layout graphs, the mean over the configurable nodes;
-- tile: `tile_config`, `tile_derived`; layout: `layout_default`, `layout_perm`, `layout_disagree`, `layout_minor`.
+- tile: `tile_config`, `tile_derived`, `tile_relative`; layout: `layout_default`, `layout_perm`, `layout_disagree`,
+  `layout_minor`, `layout_top_nodes`.
 
 `GraphFeaturizer.iter_chunks` computes configuration rows `lgbm.feature_chunk` at a time, so memory stays bounded
 by the chunk whatever the number of configurations.
@@ -38,6 +39,7 @@ class FeatureSpec:
     node_stats: tuple[str, ...]       # statistics of node_feat columns (names in NODE_STATS)
     max_perm_rank: int                # layout_perm: largest rank with its own permutation columns
     feature_chunk: int                # configurations featurised at once
+    top_nodes: int = 0                # layout_top_nodes: slots (the largest configurable nodes)
 
 
 
@@ -101,7 +103,7 @@ class GraphFeaturizer:
             if graph.node_config_feat is None:
                 raise ValueError(f"graph {graph.graph_id!r}: node_config_feat missing; layout features need it")
             self.context = features_layout.layout_context(graph)
-            config_names = features_layout.layout_feature_names(spec.groups, spec.max_perm_rank)
+            config_names = features_layout.layout_feature_names(spec.groups, spec.max_perm_rank, spec.top_nodes)
         self.names = graph_feature_names(kind, n_node_feat, spec) + config_names
         if len(self.names) != len(self.graph_row) + len(config_names):
             raise AssertionError("graph feature names and values disagree")
@@ -111,7 +113,7 @@ class GraphFeaturizer:
         if self.kind == "tile":
             return features_tile.tile_features(self.shape, self.graph.config_feat[rows], self.spec.groups)
         return features_layout.layout_features(self.context, self.graph.node_config_feat[rows],
-                                               self.spec.groups, self.spec.max_perm_rank)
+                                               self.spec.groups, self.spec.max_perm_rank, self.spec.top_nodes)
 
     def iter_chunks(self, rows: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (offset into rows, float32 [chunk, features]) for `rows` (default: every kept config row)."""

@@ -7,7 +7,9 @@ output_bounds 8-15, input_bounds 16-23 (six dims, then _sum and _product; 0 past
 - `tile_derived`: how the output tile covers the output shape of the kernel (the graph's root node, see
   `output_shape`): tile count per output dim and in total, the padded/raw element ratio (waste of partial tiles),
   the fraction of the output one tile covers, and the TPU alignment of the two minor dims of the tile (the last
-  dim is the most minor in XLA's default layout) against 128 and 8.
+  dim is the most minor in XLA's default layout) against 128 and 8;
+- `tile_relative`: the GNN's tile inputs (`pipeline.tpugraphs.tiles.tile_inputs`): the same geometry as logs and
+  ratios only (no raw bound or size), so a kernel larger than any in train is described by the tile relative to it.
 
 The geometry (and its assumptions: output_bounds_i tiles shape_dimensions_i; a bound of 0 or -1 = not tiled) is
 `pipeline.tpugraphs.tiles`, shared with the GNN's tile inputs.
@@ -39,6 +41,8 @@ def tile_feature_names(groups: set[str]) -> list[str]:
         names += [f"tiles_{d}" for d in range(MAX_DIMS)] + [
             "tiles_log2", "pad_ratio", "tile_fraction_log2", "tile_minor", "tile_second_minor",
             "tile_minor_aligned128", "tile_second_minor_aligned8", "tile_elements_log2"]
+    if "tile_relative" in groups:
+        names += [f"rel_{name}" for name in tile_meaning.TILE_INPUT_NAMES]
     return names
 
 
@@ -67,6 +71,8 @@ def tile_features(shape: np.ndarray, config_feat: np.ndarray, groups: set[str]) 
             geo.tiles, np.log2(geo.tiles).sum(1), geo.padded / elements, np.log2(tile / elements),
             minor, second, minor % TPU_TILE_MINOR == 0, second % TPU_TILE_SECOND_MINOR == 0, np.log2(tile),
         ]))
+    if "tile_relative" in groups:
+        columns.append(tile_meaning.tile_inputs(shape, config_feat))         # [configs, TILE_INPUT_DIM]
     if not columns:
         return np.zeros((len(config_feat), 0), dtype=np.float32)
     return np.concatenate(columns, axis=1).astype(np.float32)

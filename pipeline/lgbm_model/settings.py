@@ -28,7 +28,7 @@ class LgbmSettings:
     lambda_l2: float
     max_bin: int
     num_threads: int
-    eval_metric: str                  # score (the collection's own, a custom eval) | ndcg
+    eval_metric: str                  # score (the collection's own, a custom eval) | order (Kendall tau) | ndcg
     eval_at: tuple[int, ...]          # ndcg@k
     num_boost_round: int              # the budget
     early_stopping_rounds: int        # the patience

@@ -6,7 +6,9 @@ different runtimes, all pairs weighing the same as in Kendall tau; it reads runt
 default label_gain has 31 entries and refuses a label past it; the explicit gains passed here allow any number of
 lambdarank grades, while rank_xendcg ignores label_gain and computes 2^label in a 32-bit int (31 grades at most).
 Early stopping watches one metric on valid (`first_metric_only`): by default the collection's own score through a
-custom eval; `eval_metric=ndcg` uses LightGBM's ndcg@k instead.
+custom eval; `eval_metric=order` the mean per-graph Kendall tau for every kind (for layout the same as `score`; for
+tile it does not saturate where the top-5 tile score is 1.0 from the first round on); `eval_metric=ndcg` uses
+LightGBM's ndcg@k instead.
 """
 from __future__ import annotations
 
@@ -79,14 +81,17 @@ def pairwise_objective(data: RankData):
     return objective
 
 
-def score_eval(kind: str, data: RankData):
-    """A LightGBM feval: the collection's mean per-graph score (higher is better) of minus the predictions."""
+def score_eval(kind: str, data: RankData, metric: str = "score"):
+    """A LightGBM feval of minus the predictions (higher is better), averaged over graphs: `score` the collection's
+    own per-graph score, `order` the Kendall tau of every graph (the layout score, for any kind)."""
     from pipeline.scoring.metrics import graph_score
 
     bounds = [(a, b) for a, b in zip(data.graph_offsets[:-1], data.graph_offsets[1:]) if b > a]
+    scored_as = kind if metric == "score" else "layout"
 
     def feval(preds: np.ndarray, _dataset) -> tuple[str, float, bool]:
-        return "score", float(np.mean([graph_score(kind, -preds[a:b], data.runtime[a:b]) for a, b in bounds])), True
+        values = [graph_score(scored_as, -preds[a:b], data.runtime[a:b]) for a, b in bounds]
+        return metric, float(np.mean(values)), True
     return feval
 
 
@@ -123,7 +128,8 @@ def train_ranker(train: RankData, valid: RankData, settings: LgbmSettings, seed:
     try:
         booster = lgb.train(params, dtrain, num_boost_round=settings.num_boost_round, valid_sets=[dvalid],
                             valid_names=["valid"],
-                            feval=score_eval(settings.kind, valid) if settings.eval_metric == "score" else None,
+                            feval=(None if settings.eval_metric == "ndcg"
+                                   else score_eval(settings.kind, valid, settings.eval_metric)),
                             callbacks=[lgb.early_stopping(settings.early_stopping_rounds, first_metric_only=True,
                                                           verbose=False), lgb.record_evaluation(history), progress])
     finally:

@@ -8,10 +8,10 @@ from pipeline.tpugraphs.dataset import Collection
 
 
 def feature_spec(lgbm) -> FeatureSpec:
-    """lgbm.features (group -> bool), lgbm.node_stats, lgbm.max_perm_rank, lgbm.feature_chunk."""
+    """lgbm.features (group -> bool), lgbm.node_stats, lgbm.max_perm_rank, lgbm.feature_chunk, lgbm.top_nodes."""
     return FeatureSpec(groups=frozenset(g for g, on in lgbm.features.items() if on),
                        node_stats=tuple(lgbm.node_stats), max_perm_rank=int(lgbm.max_perm_rank),
-                       feature_chunk=int(lgbm.feature_chunk))
+                       feature_chunk=int(lgbm.feature_chunk), top_nodes=int(lgbm.top_nodes))
 
 
 def lgbm_settings(cfg, collection: Collection) -> LgbmSettings:

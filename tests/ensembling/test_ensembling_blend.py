@@ -65,10 +65,10 @@ def test_gain_over_best_member_is_measured_against_the_valid_winner():
 
 
 def test_schema_weightings_are_the_modules():
-    from pipeline.ensembling.blend import WEIGHTINGS
-    from pipeline.settings_schema import ENSEMBLE_WEIGHTINGS
+    from pipeline.ensembling.blend import TIE_BREAKS, WEIGHTINGS
+    from pipeline.settings_schema import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS
 
-    assert ENSEMBLE_WEIGHTINGS == WEIGHTINGS
+    assert ENSEMBLE_WEIGHTINGS == WEIGHTINGS and ENSEMBLE_TIE_BREAKS == TIE_BREAKS
 
 
 def test_choose_weights_breaks_ties_towards_even_weights():
@@ -80,6 +80,30 @@ def test_choose_weights_breaks_ties_towards_even_weights():
     assert score == pytest.approx(1.0)
     weights, _ = choose_weights("layout", [right, wrong], truth, 0.25, "minmax")
     assert weights[0] > weights[1]                                        # a strict winner still wins
+
+
+def test_tie_break_order_prefers_the_blend_that_orders_valid_best_when_the_tile_score_ties():
+    truth = {"k": np.arange(1.0, 8.0)}                  # config i runs i + 1
+    good = preds_of(k=np.arange(1.0, 8.0))              # the whole order right: tau 1
+    poor = preds_of(k=[1.0, 7, 6, 5, 4, 3, 2])          # the best first, the rest reversed: tau (6 - 15) / 21
+    assert metrics.kendall_tau(poor["k"], truth["k"]) == pytest.approx(-3 / 7)
+    # config 0 scores 0 in every normalised blend, so every blend's top-5 holds the best: the tile score ties at 1
+    weights, score = choose_weights("tile", [good, poor], truth, 0.25, "minmax", "even")
+    np.testing.assert_allclose(weights, [0.5, 0.5])
+    assert score == pytest.approx(1.0)
+    # order: blends 0.75/0.25 ((0.5 i + 1.75) / 6 rises with i) and 1/0 both order all 7 configs (tau 1); of those,
+    # the more even wins. 0.5/0.5 gives configs 1..6 one score (tau-b < 1)
+    weights, score = choose_weights("tile", [good, poor], truth, 0.25, "minmax", "order")
+    np.testing.assert_allclose(weights, [0.75, 0.25])
+    assert score == pytest.approx(1.0)
+
+
+def test_tie_break_order_leaves_layout_to_its_own_score():
+    truth = {"g": np.array([1.0, 2.0, 3.0])}
+    right = preds_of(g=[1.0, 2.0, 3.0])
+    for members in ([right, right], [right, preds_of(g=[3.0, 1.0, 2.0])]):
+        np.testing.assert_allclose(choose_weights("layout", members, truth, 0.25, "minmax", "order")[0],
+                                   choose_weights("layout", members, truth, 0.25, "minmax", "even")[0])
 
 
 def test_blend_graph_is_blend_on_one_graph_and_reads_the_stage_weights(tmp_path):

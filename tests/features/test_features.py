@@ -7,7 +7,8 @@ from pipeline.features import layout as features_layout, tile as features_tile
 from pipeline.features.table import FeatureSpec, GraphFeaturizer, graph_feature_names, graph_features
 from pipeline.pruned import PrunedGraph
 
-ALL = frozenset({"graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "layout_default",
+ALL = frozenset({"graph_counts", "opcodes", "node_stats", "tile_config", "tile_derived", "tile_relative",
+                 "layout_default", "layout_top_nodes",
                  "layout_perm", "layout_disagree", "layout_minor"})
 PAD = [-1] * 6
 
@@ -51,6 +52,27 @@ def layout_values(graph, groups):
     names = features_layout.layout_feature_names(set(groups), 4)
     assert values.shape == (2, len(names))
     return dict(zip(names, values.T))
+
+
+def test_layout_top_nodes_by_hand():
+    """conv and reshape both hold 2048 elements: slot 0 is the conv (node order breaks the tie), slot 2 is empty."""
+    graph = two_config_layout_graph()
+    ctx = features_layout.layout_context(graph)
+    values = features_layout.layout_features(ctx, graph.node_config_feat, {"layout_top_nodes"}, 4, top_nodes=3)
+    names = features_layout.layout_feature_names({"layout_top_nodes"}, 4, top_nodes=3)
+    assert values.shape == (2, len(names)) == (2, 3 * 23)
+    f = dict(zip(names, values.T))
+    assert list(f["top0_log2_elements"]) == [11, 11] and list(f["top0_kind"]) == [0, 0]     # conv
+    assert list(f["top1_kind"]) == [2, 2]                                                  # reshape
+    assert [f[f"top0_output_{d}"][0] for d in range(6)] == [3, 2, 1, 0, -1, -1]
+    assert [f[f"top0_input_{d}"][1] for d in range(6)] == [-1] * 6                         # config 1: default
+    assert f["top1_input_0"][0] == 3
+    # conv out 3210: minor dims 128 and 4, padded to 128 x 8: ratio 2; out 0123: minor 1 and 4 pad to 128 x 8
+    assert list(f["top0_minor0_log2"]) == [7, 0] and list(f["top0_minor1_log2"]) == [2, 2]
+    assert np.allclose(f["top0_pad_ratio"], [2.0, 256.0])
+    # reshape out 10 and its default (HLO layout 10): minor dims 128 and 16, no padding
+    assert list(f["top1_minor0_log2"]) == [7, 7] and np.allclose(f["top1_pad_ratio"], [1.0, 1.0])
+    assert np.isnan(values[:, names.index("top2_log2_elements"):]).all()
 
 
 def test_layout_disagreement_counts():
@@ -127,6 +149,23 @@ def test_tile_derived_features():
     assert np.allclose(f["pad_ratio"], [128 * 256 / 20000, 1.0])
     assert list(f["tile_minor"]) == [128, 200]
     assert list(f["tile_minor_aligned128"]) == [1, 0]
+
+
+def test_tile_relative_features_are_logs_of_the_tile_against_its_output():
+    shape = np.array([100, 200, -1, -1, -1, -1], dtype=np.float64)
+    config_feat = np.zeros((2, 24), dtype=np.float32)
+    config_feat[0, 8:10] = [64, 128]        # 2 x 2 tiles of 64 x 128 cover 128 x 256 for 100 x 200
+    config_feat[1, 8:10] = [100, 0]         # one tile of 100 x 200
+    names = features_tile.tile_feature_names({"tile_relative"})
+    f = dict(zip(names, features_tile.tile_features(shape, config_feat, {"tile_relative"}).T))
+    assert len(names) == 13 and not any(n.startswith("output_bounds") for n in names)
+    assert np.allclose(f["rel_log_tiles"], [np.log(4), 0])
+    assert np.allclose(f["rel_log_pad_ratio"], [np.log(128 * 256 / 20000), 0])
+    assert np.allclose(f["rel_log_tile_fraction"], [np.log(64 * 128 / 20000), 0])
+    assert np.allclose(f["rel_minor_rem128"], [0, 72 / 128])
+    # the same tiles on an output 10x larger per dim: every ratio moves by its log, nothing saturates
+    big = features_tile.tile_features(shape * np.array([10, 10, 1, 1, 1, 1]), config_feat, {"tile_relative"})
+    assert np.isclose(dict(zip(names, big.T))["rel_log_tiles"][0] - f["rel_log_tiles"][0], np.log(16 * 16 / 4))
 
 
 def test_graph_features_and_featurizer_rows():

@@ -17,6 +17,11 @@ def cfg(tmp_path_factory):
     return lgbm_cfg(write_pruned_collection(tmp_path_factory.mktemp("pruned")))
 
 
+def first_metric(history: dict) -> list[float]:
+    """Valid values per round of the early-stopping metric (lgbm.eval_metric: score or order, named so)."""
+    return next(iter(history.values()))
+
+
 def train_and_predict(cfg, seed=None, grades=31):
     seed = cfg.seed if seed is None else seed
     settings = lgbm_settings(cfg, COLLECTION)
@@ -37,7 +42,7 @@ def test_predictions_cover_every_config_once_and_are_deterministic(cfg):
     assert set(first["test"]) == {"test0", "test1"}
     assert all(len(first["test"][g]) == 60 for g in first["test"])
     assert all(len(first["valid"][g]) == 70 for g in first["valid"])     # expanded through config_inverse
-    assert history["score"][-1] > 0.5                                     # learnt the runtime rule
+    assert first_metric(history)[-1] > 0.5                                     # learnt the runtime rule
     second, _, _ = train_and_predict(cfg)
     for split in first:
         for g in first[split]:
@@ -53,8 +58,8 @@ def test_stop_reason_separates_plateau_from_budget():
 def test_convergence_is_recorded_and_a_budget_stop_warns(cfg, capsys):
     _, history, convergence = train_and_predict(cfg)
     last = convergence["last_iteration"]
-    assert len(history["score"]) == last <= 30
-    assert convergence["best_iteration"] == 1 + int(np.argmax(history["score"]))      # first best round, 1-based
+    assert len(first_metric(history)) == last <= 30
+    assert convergence["best_iteration"] == 1 + int(np.argmax(first_metric(history)))      # first best round, 1-based
     assert convergence["stopped"] == train.stop_reason(convergence["best_iteration"], last, 30)
     assert train.convergence(3, {"score": [0.1] * 9}, 5) == {"best_iteration": 3, "last_iteration": 9,
                                                                   "stopped": "plateau"}
@@ -79,7 +84,7 @@ def test_label_grades_beyond_31_need_explicit_gains(cfg):
     params = train.lgb_params(lgbm_settings(many, COLLECTION), 0)
     assert params["label_gain"] == [float(g) for g in range(60)]
     _, history, _ = train_and_predict(many, grades=60)       # LightGBM's default gains would refuse label 31
-    assert len(history["score"]) > 0
+    assert len(first_metric(history)) > 0
     assert train.label_gains("exponential", 4) == [0.0, 1.0, 3.0, 7.0]   # rank_xendcg's 31: the schema's rule
 
 
@@ -98,6 +103,18 @@ def test_schema_grade_limit_is_the_modules():
 
     assert LIGHTGBM_MAX_GRADES == train.max_label_grades("lambdarank") == 10000
     assert train.max_label_grades("rank_xendcg") == 31
+
+
+def test_score_eval_order_does_not_saturate_where_the_tile_score_does():
+    # one tile graph of 7 configs, runtime i + 1; predictions are relevance (higher = predicted faster)
+    data = rank_data.RankData(features=np.zeros((7, 1), np.float32), label=np.zeros(7, np.int32), group=[7],
+                               graph_offsets=np.array([0, 7]), runtime=np.arange(1.0, 8.0), names=["x"])
+    right = -np.arange(1.0, 8.0)                     # the whole order right
+    best_only = np.array([7.0, 1, 2, 3, 4, 5, 6])    # the best first, the rest reversed: tau (6 - 15) / 21
+    score, order = train.score_eval("tile", data, "score"), train.score_eval("tile", data, "order")
+    assert score(right, None) == ("score", 1.0, True) and score(best_only, None) == ("score", 1.0, True)
+    assert order(right, None) == ("order", pytest.approx(1.0), True)
+    assert order(best_only, None) == ("order", pytest.approx(-3 / 7), True)
 
 
 def test_pairwise_objective_gradients_by_hand_and_by_finite_differences():
@@ -126,7 +143,7 @@ def test_pairwise_objective_gradients_by_hand_and_by_finite_differences():
 def test_listwise_objectives_learn_the_runtime_rule(cfg, objective):
     assert cfg.lgbm.layout.objective == "pairwise"                      # the default, trained by the tests above
     _, history, _ = train_and_predict(OmegaConf.merge(cfg, {"lgbm": {"layout": {"objective": objective}}}))
-    assert max(history["score"]) > 0.5
+    assert max(first_metric(history)) > 0.5
 
 
 def test_schema_objectives_are_the_modules():
