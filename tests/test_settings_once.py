@@ -27,7 +27,6 @@ ALLOWED = {                                     # (file, key named in a raise): 
     ("pipeline/graphnet/train_loop.py", "gnn.device"): "gnn.device=cuda on a machine without CUDA (environment)",
     ("pipeline/graphnet/scoring.py", "gnn.seeds"): "a member's model file is missing (data)",
     ("pipeline/tpugraphs/dataset.py", "data.root"): "npz_root(None): no folder to read the graphs from (data)",
-    ("pipeline/tuning/scorers.py", "gnn.mode"): "a tool that cannot score GST models (valid for the stages)",
     ("pipeline/tuning/tool.py", "data.collections"): "the asked collection's models were not trained (data)",
     ("pipeline/synthesize.py", "data.kind"): "stage synthesize does not apply to real data (valid for the others)",
 }

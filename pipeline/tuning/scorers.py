@@ -39,7 +39,9 @@ CALIBRATION_SPLIT = "valid"
 
 
 class GnnMember:
-    """Every member seed's layout GNN, raw outputs averaged."""
+    """Every member seed's layout GNN, raw outputs averaged. Models trained with Graph Segment Training
+    (`gnn.mode=gst`) score a graph segment by segment, as stage gnn's inference does (exact, memory bounded by one
+    segment)."""
 
     name = "gnn"
 
@@ -49,8 +51,6 @@ class GnnMember:
         from pipeline.settings.gnn import gnn_settings
 
         settings = gnn_settings(cfg, collection)
-        if settings.gst is not None:
-            raise PredictError(f"gnn.mode=gst: autotune scores whole pruned graphs; use gnn.mode=pruned models")
         model_dir = Path(cfg.paths.models_dir) / "gnn" / collection.slug
         self.nets = []
         for member in settings.members:
@@ -62,16 +62,26 @@ class GnnMember:
                 raise PredictError(f"{path}: a model of {meta['collection']}, not of {collection.name}")
             self.nets.append(net.eval())
         self._tensors: dict[tuple[str, str], object] = {}
+        self.segments = None
+        if settings.gst is not None:
+            from pipeline.graphnet.gst import SegmentCache
+            self.segments = SegmentCache(settings.gst, self.nets[0].spec.layers + 1, torch.device("cpu"))
         self.kind = collection.kind
 
     @torch.no_grad()
     def raw(self, graph: PrunedGraph) -> np.ndarray:
         from pipeline.graphnet.data import config_batch, graph_tensors
 
+        configs = config_batch(self.kind, graph, np.arange(graph.n_kept))
+        if self.segments is not None:                # GST models: segment by segment (kept per graph)
+            from pipeline.graphnet.gst import segmented_scores
+
+            parts = self.segments.get(graph)
+            return np.mean([segmented_scores(net, parts, configs, graph.n_nodes).float().numpy()
+                            for net in self.nets], axis=0)
         key = (graph.split, graph.graph_id)          # valid graphs (calibration) and test-split templates
         if key not in self._tensors:
             self._tensors[key] = graph_tensors(graph)
-        configs = config_batch(self.kind, graph, np.arange(graph.n_kept))
         return np.mean([net(self._tensors[key], configs).float().numpy() for net in self.nets], axis=0)
 
 

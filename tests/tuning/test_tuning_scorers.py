@@ -41,3 +41,26 @@ def test_scorer_predicts_the_log_runtime_ratio_against_the_default_row():
     assert scorer(np.full((2, 2, 18), -1, dtype=np.int8)).tolist() == [0.0, 0.0]
     unused = ModelScorer(template, [member, member], [0.0, 1.0], [cal, cal])   # a zero-weight member is skipped
     np.testing.assert_allclose(unused(feat), scorer(feat))
+
+
+def test_a_gst_model_is_scored_segment_by_segment_as_on_the_whole_graph():
+    """The autotune scorer takes GST models (`gnn.mode=gst`, the README's `dvc exp run -S gnn=gst ...`, whose stage
+    autotune used to stop with 'autotune scores whole pruned graphs'): segment by segment, the scores of the
+    whole-graph forward, with the graph's segments built once and kept for the search's later batches."""
+    import torch
+    from pruned_graphs import layout_model, long_graph
+
+    from pipeline.graphnet.gst import GSTSettings, SegmentCache
+    from pipeline.tuning.scorers import GnnMember
+
+    graph, model = long_graph(n_nodes=50), layout_model().eval()
+    member = GnnMember.__new__(GnnMember)                   # the loaded state, without a models folder
+    member.nets, member._tensors, member.kind, member.segments = [model], {}, "layout", None
+    whole = member.raw(graph)
+    gst = GSTSettings(segment_size=8, segmentation="contiguous", segments_per_step=1, stale_dropout=0.5,
+                      finetune_epochs=0, finetune_lr_scale=0.1)
+    member.segments = SegmentCache(gst, model.spec.layers + 1, torch.device("cpu"))
+    segmented = member.raw(graph)
+    assert len(member.segments.get(graph)) >= 5 and member.segments.get(graph) is member.segments.get(graph)
+    np.testing.assert_allclose(segmented, whole, rtol=1e-5, atol=1e-4)
+    assert np.ptp(whole) > 0                                # configs told apart: the comparison can fail
