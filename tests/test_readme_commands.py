@@ -15,8 +15,8 @@ what is installed), the user's own files (`train.py`, `path/to/graph.npz`, `path
 
 The commands that re-run the pipeline (marked HEAVY below: a recomputing `dvc repro`, each `dvc exp run`) run only
 with README_HEAVY=1 (`README_HEAVY=1 OMP_WAIT_POLICY=PASSIVE python -m pytest -q -s tests/test_readme_commands.py`;
-`-s` prints each step's seconds): together they took 2227.5 s (37 min; light steps 100.5 s, the repo fixture
-544.7 s) on the shared 2-core machine, far beyond CI's budget. CI runs every other command.
+`-s` prints each step's seconds): on 2026-12-02 the whole file took 1166.57 s (heavy steps 847.7 s, light 101.7
+s, the rest the repo fixture) on a 2-core machine, far beyond CI's budget. CI runs every other command.
 The real-data block's `dvc exp run -S data=tpugraphs` checks out that experiment's outputs, which do not include
 data/synthetic (no stage tracks it there), so it leaves the workspace like a `git checkout` would: the dataset
 stays in DVC's cache and `dvc checkout` on a built-in preset's params.yaml/dvc.lock brings it back.
