@@ -167,10 +167,11 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
             np.log2(1.0 + copies @ ctx.edge_elements), np.log2(1.0 + copies_effective @ ctx.edge_elements),
             np.log2(1.0 + copies_fixed @ ctx.fixed_elements),
         ], 1))
+    if groups & {"layout_minor", "layout_top_nodes"}:
+        slot0, slot1 = _minor_slots(ctx, blocks, is_default[:, :, 0])     # once for both groups
     if "layout_minor" in groups:
-        columns.append(_minor_features(ctx, blocks, is_default[:, :, 0]))
+        columns.append(_minor_features(ctx, slot0, slot1))
     if "layout_top_nodes" in groups:
-        slot0, slot1 = _minor_slots(ctx, blocks, is_default[:, :, 0])
         columns.append(features_top_nodes.top_node_features(ctx.shape, ctx.kind, ctx.minor_table, blocks,
                                                             slot0, slot1, top_nodes))
     if not columns:
@@ -204,10 +205,10 @@ def _minor_slots(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray
     return slot0, slot1
 
 
-def _minor_features(ctx: LayoutContext, blocks: np.ndarray, out_default: np.ndarray) -> np.ndarray:
-    """[configs, 10] minor-dimension sizes and (8, 128) padding waste under the effective output layouts."""
-    n_nodes = blocks.shape[1]
-    slot0, slot1 = _minor_slots(ctx, blocks, out_default)
+def _minor_features(ctx: LayoutContext, slot0: np.ndarray, slot1: np.ndarray) -> np.ndarray:
+    """[configs, 10] minor-dimension sizes and (8, 128) padding waste under the effective output layouts
+    (`slot0`, `slot1`: `_minor_slots`)."""
+    n_nodes = slot0.shape[1]
     index = (np.arange(n_nodes)[None, :] * 7 + slot0 + 1) * 7 + slot1 + 1
     stats = ctx.minor_table.reshape(-1, ctx.minor_table.shape[-1])[index].sum(1)  # [configs, 9]
     elements = max(np.where(ctx.shape > 0, ctx.shape, 1.0).prod(1).sum(), 1.0)
