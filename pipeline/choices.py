@@ -22,6 +22,8 @@ LGBM_TILE_GROUPS = ("tile_config", "tile_derived", "tile_relative")             
 LGBM_LAYOUT_GROUPS = ("layout_default", "layout_perm", "layout_disagree", "layout_minor",
                       "layout_top_nodes")                                                  # pipeline.features.layout
 LGBM_FEATURE_GROUPS = LGBM_GRAPH_GROUPS + LGBM_TILE_GROUPS + LGBM_LAYOUT_GROUPS
+LGBM_LAYOUT_REFERENCES = ("none", "default", "both")  # pipeline.features.table: layout config features as they are, minus
+                                                   # the compiler default's, or both side by side
 LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm_model.train
 LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.train
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"

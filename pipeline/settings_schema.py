@@ -22,8 +22,8 @@ from typing import Iterable, Mapping, Sequence
 from pipeline.choices import ENSEMBLE_TIE_BREAKS
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
-                              LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS, LIGHTGBM_XENDCG_GRADES,
-                              PRUNE_DEDUP_MODES,
+                              LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
+                              LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
                               MODELS)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
@@ -108,6 +108,7 @@ SCHEMA = Group({
         "node_stats": List(Str(LGBM_NODE_STATS)),
         "max_perm_rank": COUNT,
         "top_nodes": COUNT,
+        "layout_reference": Str(LGBM_LAYOUT_REFERENCES),
         "features": Group({name: Bool() for name in LGBM_FEATURE_GROUPS}),
         "tile": LGBM_KIND,
         "layout": LGBM_KIND,

@@ -12,6 +12,12 @@ condition the configuration effects on the graph) followed by the configuration 
 - tile: `tile_config`, `tile_derived`, `tile_relative`; layout: `layout_default`, `layout_perm`, `layout_disagree`,
   `layout_minor`, `layout_top_nodes`.
 
+`lgbm.layout_reference` (layout): the configuration features as they are (`none`), minus the same features of the
+graph's compiler-default configuration (every block -1; `default`, names suffixed `_vs_default`), or both side by
+side (`both`). The difference is what a configuration changes from the compiler's choice, 0 for the default in
+every graph, so a tree's split means the same on a small train graph and on a larger test one; `both` carried over
+to the larger test programs best (docs/decisions.md, issue 27).
+
 `GraphFeaturizer.iter_chunks` computes configuration rows `lgbm.feature_chunk` at a time, so memory stays bounded
 by the chunk whatever the number of configurations.
 """
@@ -25,7 +31,7 @@ import numpy as np
 from pipeline.choices import LGBM_FEATURE_GROUPS, LGBM_GRAPH_GROUPS, LGBM_NODE_STATS
 from pipeline.features import layout as features_layout, tile as features_tile
 from pipeline.pruned import PrunedGraph
-from pipeline.tpugraphs.schema import MAX_OPCODE, OPCODE_COUNT
+from pipeline.tpugraphs.schema import LAYOUT_VALUE_MIN, MAX_OPCODE, OPCODE_COUNT
 GRAPH_GROUPS = LGBM_GRAPH_GROUPS
 ALL_GROUPS = LGBM_FEATURE_GROUPS
 NODE_STATS = dict(zip(LGBM_NODE_STATS, (np.mean, np.std, np.min, np.max)))
@@ -40,6 +46,7 @@ class FeatureSpec:
     max_perm_rank: int                # layout_perm: largest rank with its own permutation columns
     feature_chunk: int                # configurations featurised at once
     top_nodes: int = 0                # layout_top_nodes: slots (the largest configurable nodes)
+    layout_reference: str = "none"    # layout configuration features: none | default | both (see GraphFeaturizer)
 
 
 
@@ -104,6 +111,12 @@ class GraphFeaturizer:
                 raise ValueError(f"graph {graph.graph_id!r}: node_config_feat missing; layout features need it")
             self.context = features_layout.layout_context(graph)
             config_names = features_layout.layout_feature_names(spec.groups, spec.max_perm_rank, spec.top_nodes)
+            default = np.full((1, *np.asarray(graph.node_config_feat).shape[1:]), LAYOUT_VALUE_MIN, dtype=np.int8)
+            self.reference = self._layout_rows(default)[0]                    # [config features]
+            if spec.layout_reference == "both":
+                config_names = config_names + [f"{name}_vs_default" for name in config_names]
+            elif spec.layout_reference == "default":
+                config_names = [f"{name}_vs_default" for name in config_names]
         self.names = graph_feature_names(kind, n_node_feat, spec) + config_names
         if len(self.names) != len(self.graph_row) + len(config_names):
             raise AssertionError("graph feature names and values disagree")
@@ -112,8 +125,16 @@ class GraphFeaturizer:
         """float32 [len(rows), config features] for kept config rows `rows` (one chunk)."""
         if self.kind == "tile":
             return features_tile.tile_features(self.shape, self.graph.config_feat[rows], self.spec.groups)
-        return features_layout.layout_features(self.context, self.graph.node_config_feat[rows],
-                                               self.spec.groups, self.spec.max_perm_rank, self.spec.top_nodes)
+        config = self._layout_rows(self.graph.node_config_feat[rows])          # [chunk, layout features]
+        if self.spec.layout_reference == "none":
+            return config
+        relative = config - self.reference[None]                              # [chunk, layout features]
+        return relative if self.spec.layout_reference == "default" else np.concatenate([config, relative], axis=1)
+
+    def _layout_rows(self, node_config_feat: np.ndarray) -> np.ndarray:
+        """float32 [configs, layout features] of rows [configs, NC, 18], as they are."""
+        return features_layout.layout_features(self.context, node_config_feat, self.spec.groups,
+                                               self.spec.max_perm_rank, self.spec.top_nodes)
 
     def iter_chunks(self, rows: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (offset into rows, float32 [chunk, features]) for `rows` (default: every kept config row)."""

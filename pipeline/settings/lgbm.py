@@ -8,10 +8,12 @@ from pipeline.tpugraphs.dataset import Collection
 
 
 def feature_spec(lgbm) -> FeatureSpec:
-    """lgbm.features (group -> bool), lgbm.node_stats, lgbm.max_perm_rank, lgbm.feature_chunk, lgbm.top_nodes."""
+    """lgbm.features (group -> bool), lgbm.node_stats, lgbm.max_perm_rank, lgbm.feature_chunk, lgbm.top_nodes,
+    lgbm.layout_reference."""
     return FeatureSpec(groups=frozenset(g for g, on in lgbm.features.items() if on),
                        node_stats=tuple(lgbm.node_stats), max_perm_rank=int(lgbm.max_perm_rank),
-                       feature_chunk=int(lgbm.feature_chunk), top_nodes=int(lgbm.top_nodes))
+                       feature_chunk=int(lgbm.feature_chunk), top_nodes=int(lgbm.top_nodes),
+                       layout_reference=str(lgbm.layout_reference))
 
 
 def lgbm_settings(cfg, collection: Collection) -> LgbmSettings:

@@ -198,3 +198,27 @@ def test_tile_featurizer_uses_the_root_output_shape():
     assert np.allclose(f["pad_ratio"], [128 * 256 / 20000, 1.0])
     assert list(f["tiles_2"]) == [1, 1] and list(f["output_bounds_0"]) == [64, 100]
     assert f["configs"][0] == 3 and "config_node_mean_0" not in f
+
+
+def test_layout_features_against_the_compiler_default():
+    graph = two_config_layout_graph()
+    groups = frozenset({"layout_default", "layout_disagree"})
+    rows = {}
+    for reference in ("none", "default", "both"):
+        spec = FeatureSpec(groups=groups, node_stats=(), max_perm_rank=4, feature_chunk=1,
+                           layout_reference=reference)
+        featurizer = GraphFeaturizer(graph, "layout", spec)
+        rows[reference] = dict(zip(featurizer.names, featurizer.matrix().T))
+    absolute, relative, both = rows["none"], rows["default"], rows["both"]
+    assert set(relative) == {f"{name}_vs_default" for name in absolute}
+    assert set(both) == set(absolute) | set(relative)
+    # the all-default configuration has 2 default blocks per tensor, 1 default output per kind (conv, reshape)
+    assert list(relative["default_output_vs_default"]) == [-2, -1]
+    assert list(relative["default_kernel_vs_default"]) == [-1, 0]
+    assert list(relative["default_output_reshape_vs_default"]) == [-1, 0]
+    assert list(relative["default_output_conv_vs_default"]) == [-1, -1]
+    # the default configuration inserts no copy: disagreement counts are the same either way
+    assert list(relative["disagree_edges_vs_default"]) == list(absolute["disagree_edges"]) == [0, 1]
+    for name in absolute:
+        assert np.array_equal(both[name], absolute[name]) and np.array_equal(both[f"{name}_vs_default"],
+                                                                             relative[f"{name}_vs_default"])
