@@ -13,10 +13,12 @@ program) as in `pipeline.templates.dataset`, so a seed gives a byte-identical da
 """
 from __future__ import annotations
 
+import multiprocessing
+from contextlib import contextmanager
 from math import prod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -153,31 +155,47 @@ def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram,
     return rows
 
 
-def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progress: bool = True) -> dict:
-    """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict."""
+def program_graphs(s: ProgramSettings, collections: Sequence[Collection], tiled: bool, out: Path,
+                   program: ZooProgram) -> list[tuple[str, dict, float]]:
+    """Write every graph of one program under `out`: one per layout collection of its source, and its tile kernels
+    when `tiled`. Returns (collection slug, stats row, ceiling) per graph written, in writing order. Everything it
+    draws is keyed by the program (`graph_rng`), so the graphs do not depend on which process writes them."""
+    mine = [c for c in collections if c.source == program.source and (c.kind == "layout" or tiled)]
+    layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
+    written = []
+    for c in mine:
+        if c.kind == "layout":
+            written.append((c.slug, *write_layout(s, c, program, layout, out)))
+        else:
+            written += [(c.slug, row, ceiling) for row, ceiling in write_tiles(s, c, program, out)]
+    return written
+
+
+def _program_graphs(args: tuple) -> list[tuple[str, dict, float]]:
+    return program_graphs(*args)                 # a module-level function: picklable for spawned workers
+
+
+def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progress: bool = True,
+          workers: int = 1) -> dict:
+    """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict. `workers` > 1
+    builds the programs in that many spawned processes (a program at a time each); the dataset is byte-identical
+    for any number (the results are gathered in program order)."""
     out = Path(out_dir)
     with atomic_path(out) as tmp:          # replaces out_dir when complete
         parsed = [Collection.parse(c) for c in collections]
         listed = programs(s.programs, s.sizes, s.seed)
         stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
         scores: dict[str, dict[str, list[float]]] = {c.slug: {split: [] for split in SPLITS} for c in parsed}
-
-        def add(c: Collection, split: str, row: dict, ceiling: float) -> None:
-            for key, value in row.items():
-                stats[c.slug][split][key] += value
-            scores[c.slug][split].append(ceiling)
-
         tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
                  [:int(s.tile_programs.get(split, 0))]}
-        for program in tqdm(listed, desc="synthesize", unit="program", disable=not progress):
-            mine = [c for c in parsed if c.source == program.source and (c.kind == "layout" or program in tiled)]
-            layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
-            for c in mine:
-                if c.kind == "layout":
-                    add(c, program.split, *write_layout(s, c, program, layout, tmp))
-                else:
-                    for row, ceiling in write_tiles(s, c, program, tmp):
-                        add(c, program.split, row, ceiling)
+        jobs = [(s, parsed, program in tiled, tmp, program) for program in listed]
+        with _mapper(min(int(workers), len(jobs))) as mapper:
+            for program, written in tqdm(zip(listed, mapper(_program_graphs, jobs)), total=len(jobs),
+                                         desc="synthesize", unit="program", disable=not progress):
+                for slug, row, ceiling in written:
+                    for key, value in row.items():
+                        stats[slug][program.split][key] += value
+                    scores[slug][program.split].append(ceiling)
         ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
         summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
                    "collections": stats, "ceiling": ceiling,
@@ -185,3 +203,14 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
                                 for p in listed]}
         finish(tmp, parsed, summary)
     return summary
+
+
+@contextmanager
+def _mapper(workers: int) -> Iterator[Callable]:
+    """An ordered lazy map: the builtin one for a single worker, else a pool of `workers` spawned processes (not
+    forked: JAX and XLA's thread pools do not survive a fork)."""
+    if workers <= 1:
+        yield map
+        return
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        yield lambda function, jobs: pool.imap(function, jobs, chunksize=1)
