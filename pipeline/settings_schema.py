@@ -5,8 +5,9 @@ raises `SettingsError` with one line naming the key, the value and what is allow
 with the closest known key (difflib). `check_overrides` does the same for `key=value` / `group=option` overrides
 before Hydra composes them, so a mistyped key gets that hint instead of Hydra's traceback.
 
-Permissive on purpose: `synthesize` (a mapping) and `data.generator` (a mapping or null) are checked for their
-top-level type only; their keys belong to the synthetic generator (pipeline/synth), which reads and checks them.
+Permissive on purpose: the model constants and search settings under `synthesize` (`search`, `layout_cost`,
+`tile_cost`, `tile_search`: mappings) and `data.generator` (a mapping or null) are checked for their type only;
+their keys belong to the synthetic generator (pipeline/synth), which reads and checks them.
 
 The choices (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) come from pipeline/choices.py, which the libraries
 that act on them import too, so loading a config imports neither torch nor any stage's library (every stage's DVC
@@ -66,7 +67,10 @@ SCHEMA = Group({
     }),
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
-    "synthesize": AnyMapping(),
+    "synthesize": Group({"noise": NON_NEGATIVE, "normalizer_noise": NON_NEGATIVE, "chunk_configs": COUNT,
+                         "workers": COUNT,                # processes building the programs (builder programs)
+                         "search": AnyMapping(), "layout_cost": AnyMapping(), "tile_cost": AnyMapping(),
+                         "tile_search": AnyMapping()}),
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
         "seed": Int(),

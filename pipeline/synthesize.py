@@ -25,7 +25,6 @@ from pipeline.config import stage_args
 from pipeline.synth import programs
 from pipeline.settings.programs import program_settings
 from pipeline.settings.templates import template_settings
-from pipeline.settings_types import SettingsError
 from pipeline.templates.dataset import synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
@@ -48,18 +47,10 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
     generator, collections = cfg.data.generator, list(cfg.data.collections)
     builders = {      # BUILDERS (the schema checked data.generator.builder through data.synthesized_by)
         PROGRAMS: lambda: programs.build(program_settings(generator, cfg.synthesize), collections,
-                                         out, progress=progress, workers=synthesize_workers(cfg.synthesize)),
+                                         out, progress=progress, workers=int(cfg.synthesize.workers)),
         TEMPLATES: lambda: synthesize(template_settings(generator, cfg.synthesize), collections, out,
                                       progress=progress)}
     return builders[generator.builder]()
-
-
-def synthesize_workers(synthesize: DictConfig) -> int:
-    """`synthesize.workers`: processes building programs side by side (an integer >= 1; SettingsError otherwise)."""
-    value = synthesize.get("workers")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SettingsError("synthesize.workers", value, "an integer >= 1 (processes building programs)")
-    return value
 
 
 def format_stats(summary: dict) -> str:

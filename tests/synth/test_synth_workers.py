@@ -10,7 +10,6 @@ from pipeline.config import compose
 from pipeline.settings.programs import program_settings
 from pipeline.settings_types import SettingsError
 from pipeline.synth.programs import build
-from pipeline.synthesize import synthesize_workers
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -35,8 +34,9 @@ def test_two_workers_write_the_dataset_of_one(tmp_path):
 
 
 def test_workers_must_be_a_positive_integer():
-    cfg = compose(["data=programs_ci"])
-    assert synthesize_workers(cfg.synthesize) == cfg.synthesize.workers >= 1
-    for bad in (0, -2, 1.5, "2", True, None):
-        with pytest.raises(SettingsError, match=r"synthesize\.workers"):
-            synthesize_workers({"workers": bad})
+    assert compose(["data=programs_ci", "synthesize.workers=3"]).synthesize.workers == 3
+    for bad in ("0", "-2", "1.5", "two", "null"):
+        with pytest.raises(SettingsError, match=r"setting synthesize\.workers="):
+            compose(["data=programs_ci", f"synthesize.workers={bad}"])
+    with pytest.raises(SettingsError, match=r"synthesize\.noise"):
+        compose(["synthesize.noise=-0.1"])
