@@ -102,7 +102,7 @@ def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
 
 def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: TrainSettings, seed: int,
              device: torch.device, info: DistInfo, segments: SegmentCache | None = None) -> dict[str, float]:
-    """Collection metric per valid graph (kept configs, one TTA ordering), graphs sharded over ranks."""
+    """Collection metric per valid graph (kept configs, `settings.valid.tta` orderings), sharded over ranks."""
     model.eval()
     mine = {}
     for graph in graphs[info.rank::info.world]:

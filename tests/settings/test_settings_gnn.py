@@ -1,6 +1,8 @@
 """pipeline.settings.gnn: one GnnSettings per collection, by-search values picked, the GST group only in GST mode."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipeline.config import compose
 from pipeline.settings.gnn import gnn_settings
 from pipeline.tpugraphs.dataset import Collection
@@ -16,7 +18,7 @@ def test_one_object_holds_what_the_stage_reads():
     assert layout.members == (4, 2) and layout.seed == 3 and layout.prune_hops is None
     assert layout.model.kind == "layout" and layout.model.node_feat_dim == 0 and layout.spec(9).node_feat_dim == 9
     assert tile.model.node_reduce is None and layout.model.node_reduce is not None
-    assert layout.train.valid == layout.infer and layout.gst is None
+    assert layout.train.valid == replace(layout.infer, tta=int(cfg.gnn.valid_tta)) and layout.gst is None
 
 
 def test_the_gst_group_only_in_gst_mode_on_layout_collections():
@@ -25,8 +27,8 @@ def test_the_gst_group_only_in_gst_mode_on_layout_collections():
     assert gnn_settings(cfg, TILE).gst is None
 
 
-def test_model_selection_orderings_default_to_the_final_inference():
-    assert gnn_settings(compose(["data=programs_ci", "gnn.tta=3"]), RANDOM).train.valid.tta == 3
+def test_model_selection_orderings_null_are_the_final_inference():
+    assert gnn_settings(compose(["data=programs_ci", "gnn.tta=3", "gnn.valid_tta=null"]), RANDOM).train.valid.tta == 3
     cheap = gnn_settings(compose(["data=programs_ci", "gnn.tta=3", "gnn.valid_tta=1"]), RANDOM)
     assert (cheap.train.valid.tta, cheap.infer.tta, cheap.train.valid.infer_batch) == (1, 3, cheap.infer.infer_batch)
     member = gnn_settings(compose(["data=programs_ci", "gnn.member_workers=3", "gnn.num_threads=4"]), RANDOM)
