@@ -3,6 +3,7 @@
 - `space`: the configuration space (per configurable node and block: compiler default or a minor-to-major
   permutation), candidates as choice indices, their `node_config_feat` rows and their JSON layouts;
 - `search`: model-guided search (evolution, local search, coordinate descent, random baseline) and the guard rule;
+- `chain`: guarded steps (`autotune.guard.chain`): moves from the default, each kept by the guard from where it starts;
 - `guard`: the guard's margin and region, measured on the valid split by stage autotune (the file the tool reads);
 - `scorers`: the objective adapters (GNN / LightGBM / ensemble of the current `data=`), calibrated on valid to
   predicted log runtime ratios against the compiler default;

@@ -50,11 +50,13 @@ class GuardSettings:
     by_distance: bool            # the margin at a pick's distance (`distance_margins`) instead of one for all
     min_pairs: int               # pairs per distance bin at least
     siblings: bool               # also measure on the valid graphs of the source's other layout collections
+    chain: bool                  # guarded steps from the default (`pipeline.tuning.chain`) instead of one jump
+    step_budget: int             # chain: evaluations per step at most
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
         return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
-                   bool(cfg["siblings"]))
+                   bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]))
 
 
 @dataclass(frozen=True)

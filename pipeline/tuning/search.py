@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from pipeline.choices import AUTOTUNE_ALGORITHMS
-from pipeline.tuning.space import LayoutSpace
+from pipeline.tuning.space import DEFAULT_CHOICE, LayoutSpace
 
 Scorer = Callable[[np.ndarray], np.ndarray]
 ALGORITHMS = AUTOTUNE_ALGORITHMS
@@ -64,34 +64,56 @@ class Objective:
     With a guard `rule`, candidates are ranked by what the guard would make of them (`Guard.ranked`): +inf (never
     scored) outside the region or predicted beyond max_gain, else the prediction plus the margin at the candidate's
     distance when the margin goes by distance; the search then seeks the largest gain the guard can vouch for.
-    `result().score` is the best candidate's prediction itself."""
+    Gain and distance are measured from `origin` (default: the compiler default; a guarded step of a chain,
+    `pipeline.tuning.chain`: its current point, already in `predicted`), max_changed from the compiler default.
+    `predicted` (the scorer's values by candidate) may be shared between objectives: a candidate in it is never
+    scored again. `result().score` is the best candidate's prediction against the compiler default."""
 
     def __init__(self, space: LayoutSpace, scorer: Scorer, budget: int, batch: int, time_limit_s: float,
-                 rule: "Guard | None" = None):
+                 rule: "Guard | None" = None, origin: np.ndarray | None = None,
+                 predicted: dict[bytes, float] | None = None):
         self.space, self.scorer, self.budget, self.batch = space, scorer, int(budget), int(batch)
         self.rule = rule
         self.deadline = time.perf_counter() + float(time_limit_s)
         self.started = time.perf_counter()
-        self.cache: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}      # ranked value
-        self.predicted: dict[bytes, float] = {space.default()[0].tobytes(): 0.0}  # the scorer's value
+        self.origin = space.default()[0] if origin is None else np.asarray(origin, dtype=np.int16)
+        self.predicted = {} if predicted is None else predicted                 # the scorer's value, maybe shared
+        self.predicted.setdefault(space.default()[0].tobytes(), 0.0)
+        self.origin_score = self.predicted[self.origin.tobytes()]
+        self.cache: dict[bytes, float] = {self.origin.tobytes(): 0.0}           # ranked value
         self.evaluations = 0
-        self.best, self.best_score = space.default()[0], 0.0
+        self.best, self.best_score = self.origin.copy(), 0.0
 
     @property
     def exhausted(self) -> bool:
         return self.evaluations >= self.budget or time.perf_counter() >= self.deadline
 
+    def outside(self, candidate: np.ndarray) -> bool:
+        """Never scored: beyond the rule's margins from the origin, or beyond max_changed from the default."""
+        if self.rule is None:
+            return False
+        far = self.rule.max_changed is not None and changed_blocks(candidate) > self.rule.max_changed
+        return far or self.rule.penalty(blocks_between(candidate, self.origin)) == np.inf
+
+    def _record(self, key: bytes, row: np.ndarray, score: float) -> None:
+        """Rank a scored candidate against the origin (`Guard.ranked` of its gain over the origin)."""
+        gain = score - self.origin_score
+        self.cache[key] = gain if self.rule is None else self.rule.ranked(gain, blocks_between(row, self.origin))
+        if self.cache[key] < self.best_score:
+            self.best, self.best_score = row.copy(), self.cache[key]
+
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
         """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach)."""
         keys = [c.tobytes() for c in candidates]
-        changed = {}
-        if self.rule is not None:
-            for key, c in zip(keys, candidates):
-                changed[key] = changed_blocks(c)
-                if self.rule.penalty(changed[key]) == np.inf:      # outside the trust region: +inf, never scored
-                    self.cache.setdefault(key, np.inf)
-        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
+        for key in dict.fromkeys(keys):
+            if key in self.cache:
+                continue
+            if self.outside(candidates[first[key]]):                 # outside the trust region: +inf, never scored
+                self.cache[key] = np.inf
+            elif key in self.predicted:                              # scored before (another origin): free
+                self._record(key, candidates[first[key]], self.predicted[key])
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         for lo in range(0, len(todo), self.batch):
             room = self.budget - self.evaluations
             if room <= 0 or time.perf_counter() >= self.deadline:
@@ -102,9 +124,7 @@ class Objective:
             self.evaluations += len(part)
             for key, row, score in zip(part, rows, scores):
                 self.predicted[key] = float(score)
-                self.cache[key] = float(score) if self.rule is None else self.rule.ranked(float(score), changed[key])
-                if self.cache[key] < self.best_score:
-                    self.best, self.best_score = row.copy(), self.cache[key]
+                self._record(key, row, float(score))
         return np.array([self.cache.get(k, np.inf) for k in keys])
 
     def result(self) -> SearchResult:
@@ -117,12 +137,20 @@ def _unique(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return pop[first], scores[first]
 
 
-def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator, local_share: float) -> None:
+def around(space: LayoutSpace, start: np.ndarray, n: int, default_prob: float, rng: np.random.Generator) -> np.ndarray:
+    """int16 [n, NC, 3]: `space.random` candidates whose blocks drawn as the default keep start's choice instead
+    (start = the default: exactly `space.random`)."""
+    draw = space.random(n, default_prob, rng)
+    return np.where(draw == DEFAULT_CHOICE, np.asarray(start, dtype=np.int16)[None], draw).astype(np.int16)
+
+
+def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator, local_share: float,
+              start: np.ndarray) -> None:
     space = objective.space
     n_mut = s.batch // 2
-    first = np.concatenate([space.mutate(space.default(n_mut), 0.0, rng),
-                            space.random(s.batch - n_mut - 1, s.random_default_prob, rng)])
-    pop = np.concatenate([space.default(), first[rng.permutation(len(first))]])   # a small budget gets both
+    first = np.concatenate([space.mutate(np.repeat(start[None], n_mut, axis=0), 0.0, rng),
+                            around(space, start, s.batch - n_mut - 1, s.random_default_prob, rng)])
+    pop = np.concatenate([start[None], first[rng.permutation(len(first))]])   # a small budget gets both
     scores, stalls = objective(pop), 0
     while not objective.exhausted and stalls < STALLS:
         before = objective.evaluations
@@ -178,19 +206,23 @@ def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> No
 
 def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: int, rng: np.random.Generator,
                algorithm: str | None = None, start: np.ndarray | None = None,
-               rule: "Guard | None" = None) -> SearchResult:
+               rule: "Guard | None" = None, origin: np.ndarray | None = None,
+               predicted: dict[bytes, float] | None = None) -> SearchResult:
     """The best candidate `algorithm` (default: s.algorithm) finds within `budget` evaluations of `scorer`, ranked
-    as the guard `rule` would rank them (`Objective`; None: by prediction alone, anywhere)."""
+    as the guard `rule` would rank them (`Objective`; None: by prediction alone, anywhere). The ranking is of the
+    gain over `origin` (default: the compiler default; a candidate `predicted` holds, which the search then
+    shares); the algorithm starts at `start` (default: the origin)."""
     algorithm = algorithm or s.algorithm
-    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s, rule)
+    objective = Objective(space, scorer, budget, s.batch, s.time_limit_s, rule, origin, predicted)
+    start = objective.origin if start is None else np.asarray(start, dtype=np.int16)
     if algorithm == "evolution":
-        evolution(objective, s, rng, s.local_share)
+        evolution(objective, s, rng, s.local_share, start)
     elif algorithm == "local":
-        evolution(objective, s, rng, 1.0)
+        evolution(objective, s, rng, 1.0, start)
     elif algorithm == "coordinate":
-        coordinate(objective, s, space.default()[0] if start is None else start)
+        coordinate(objective, s, start)
     elif algorithm == "random":
-        objective(space.random(budget, s.random_default_prob, rng))
+        objective(around(space, start, budget, s.random_default_prob, rng))
     else:
         raise ValueError(f"search algorithm {algorithm!r}; expected one of {ALGORITHMS}")
     return objective.result()
@@ -199,6 +231,11 @@ def run_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: in
 def changed_blocks(candidate: np.ndarray) -> int:
     """Blocks of candidate [NC, 3] not at the compiler default."""
     return int(np.count_nonzero(candidate))
+
+
+def blocks_between(a: np.ndarray, b: np.ndarray) -> int:
+    """Blocks in which candidates a and b [NC, 3] differ (b the default: `changed_blocks(a)`)."""
+    return int(np.count_nonzero(np.asarray(a) != np.asarray(b)))
 
 
 @dataclass(frozen=True)

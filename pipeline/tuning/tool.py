@@ -24,7 +24,7 @@ from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
 from pipeline.tuning.report import changes
 from pipeline.tuning.scorers import load_guide
-from pipeline.tuning.search import guard, run_search
+from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.space import LayoutSpace
 from pipeline.tuning.tiles import tune_tiles
 from pipeline.tuning.verify import AutotuneSettings
@@ -86,9 +86,9 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
         tile_guide = load_guide(cfg, model, tile_collection)
     with tempfile.TemporaryDirectory(prefix="autotune-") as work:
         scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
-        result = run_search(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name),
-                            rule=guide.rule)
-        pick, score, kept = guard(result, space.default()[0], guide.rule)
+        found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name), guide.rule,
+                             s.guard.chain, s.guard.step_budget)
+        pick, score, kept, result = found.candidate, found.score, found.kept, found.search
         tiles = []
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
@@ -100,6 +100,8 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
            "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
            "layouts": space.layouts(pick), "tiles": tiles, "changes": top}
+    if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
+        out["chain_steps"] = [vars(step) for step in found.steps]
     path = folder / f"{name}.json"
     folder.mkdir(parents=True, exist_ok=True)
     write_json(out, path)

@@ -34,6 +34,7 @@ from pipeline.tuning.report import aggregate, mean_std, share_of_gain
 from pipeline.tuning.guard import GuardSettings
 from pipeline.tuning.scorers import Guide, guide_of, measure_guard
 from pipeline.tuning.verify_tiles import verify_tiles
+from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
 from pipeline.tuning.space import LayoutSpace
 
@@ -105,29 +106,34 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
     """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
     scorer, rule = guide.scorer(template), guide.rule
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
-    result = run_search(space, scorer, s.search, s.stage_budget, rng, rule=rule)
-    pick, predicted, kept = guard(result, space.default()[0], rule)
+    found = guarded_pick(space, scorer, s.search, s.stage_budget, rng, rule, s.guard.chain, s.guard.step_budget)
+    pick, predicted, kept, result = found.candidate, found.score, found.kept, found.search
     random_pick = run_search(space, scorer, s.search, s.stage_budget, rng, algorithm="random",
                              rule=rule)
     random_pick = guard(random_pick, space.default()[0], rule)[0]
     sample_pick = featurizer_baseline(program, space, collection, scorer, s.stage_budget, featurize_search,
                                       s.search.batch, rule, s.seed)
     t_default = truth.default_ns
-    t_pick, t_random, t_sample, t_unguarded = truth.runtime_ns(
-        space.encode(np.stack([pick, random_pick, sample_pick, result.candidate])))
+    t_pick, t_random, t_sample, t_unguarded, *t_points = truth.runtime_ns(
+        space.encode(np.stack([pick, random_pick, sample_pick, found.unguarded.candidate, *found.points])))
     row = {"program": program.name, "collection": collection.name, "model": guide.model,
            "configurable_nodes": space.n_nodes, "t_default_ns": t_default, "t_pick_ns": float(t_pick),
            "t_oracle_ns": oracle_ns, "share": share_of_gain(t_default, t_pick, oracle_ns),
            "oracle_gain": 1.0 - oracle_ns / t_default,
            "predicted_ratio": float(np.exp(predicted)), "verified_ratio": float(t_pick / t_default),
            "guard_kept_pick": bool(kept), "margin": rule.margin, "evaluations": result.evaluations,
-           "unguarded": {"predicted_ratio": float(np.exp(result.score)),
+           "changed_blocks": int(np.count_nonzero(pick)),
+           "unguarded": {"predicted_ratio": float(np.exp(found.unguarded.score)),
                          "verified_ratio": float(t_unguarded / t_default),
-                         "changed_blocks": int(np.count_nonzero(result.candidate))},
+                         "changed_blocks": int(np.count_nonzero(found.unguarded.candidate))},
            "t_featurizer_sample_ns": float(t_sample),
            "share_featurizer_sample": share_of_gain(t_default, t_sample, oracle_ns),
            "t_random_search_ns": float(t_random),
            "share_random_search": share_of_gain(t_default, t_random, oracle_ns)}
+    if s.guard.chain:                  # every kept step: blocks, margin, predicted and verified log runtime gain
+        row["chain_steps"] = [{"changed_blocks": step.changed, "margin": step.margin, "predicted_gain": step.gain,
+                               "verified_gain": float(np.log(t_points[i + 1] / t_points[i]))}
+                              for i, step in enumerate(found.steps)]
     return row, {"program": program.name, "collection": collection.name, "seconds": round(result.seconds, DIGITS),
                  "evaluations_per_s": round(result.evaluations / max(result.seconds, 1e-9), DIGITS)}
 
