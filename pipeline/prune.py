@@ -12,10 +12,8 @@ and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show` 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import resource
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
@@ -23,6 +21,7 @@ from tqdm import tqdm
 from pipeline.errors import run_main
 from pipeline.config import stage_args
 from pipeline.files import atomic_path, write_json
+from pipeline.parallel import ordered_map
 from pipeline.pruning.normalize import ColumnStats, fit_normalizer
 from pipeline.pruning.graph import GraphResult, prune_file, write_normalized
 from pipeline.pruning.params import PruneParams
@@ -32,29 +31,6 @@ from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.leaks import check_content_leaks
 from pipeline.tpugraphs.schema import SPLITS
-
-
-def _run(tasks: list[tuple], workers: int, desc: str) -> list[GraphResult]:
-    """prune_file over tasks, in a process pool when workers > 1; results in task order, tqdm progress."""
-    bar = tqdm(total=len(tasks), desc=desc, unit="graph", mininterval=1.0)
-    try:
-        if workers == 1:
-            results = []
-            for task in tasks:
-                results.append(prune_file(*task))
-                bar.update()
-            return results
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(prune_file, *task) for task in tasks]
-            for future in futures:
-                future.add_done_callback(lambda _: bar.update())
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                pool.shutdown(cancel_futures=True)
-                raise
-    finally:
-        bar.close()
 
 
 def _peak_rss_mb() -> float:
@@ -92,7 +68,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
             (tmp / split).mkdir(parents=True)
             for path in split_paths[split]:
                 tasks.append((path, collection, split, path.relative_to(root).as_posix(), params, tmp / split))
-        results = _run(tasks, params.workers, f"prune {collection.slug}")
+        results = ordered_map(prune_file, tasks, params.workers, f"prune {collection.slug}", "graph")
         skipped = []
         for result in results:
             if result.error is None:

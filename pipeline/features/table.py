@@ -111,8 +111,9 @@ class GraphFeaturizer:
                 raise ValueError(f"graph {graph.graph_id!r}: node_config_feat missing; layout features need it")
             self.context = features_layout.layout_context(graph)
             config_names = features_layout.layout_feature_names(spec.groups, spec.max_perm_rank, spec.top_nodes)
-            default = np.full((1, *np.asarray(graph.node_config_feat).shape[1:]), LAYOUT_VALUE_MIN, dtype=np.int8)
-            self.reference = self._layout_rows(default)[0]                    # [config features]
+            if spec.layout_reference != "none":                               # the compiler default's row
+                default = np.full((1, *np.asarray(graph.node_config_feat).shape[1:]), LAYOUT_VALUE_MIN, np.int8)
+                self.reference = self._layout_rows(default)[0]                # [config features]
             if spec.layout_reference == "both":
                 config_names = config_names + [f"{name}_vs_default" for name in config_names]
             elif spec.layout_reference == "default":

@@ -13,17 +13,15 @@ program) as in `pipeline.templates.dataset`, so a seed gives a byte-identical da
 """
 from __future__ import annotations
 
-import multiprocessing
-from contextlib import contextmanager
 from math import prod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from pipeline.files import atomic_path
+from pipeline.parallel import ordered_map
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
 from pipeline.costmodel.noise import measure
 from pipeline.costmodel.tile import tile_runtime_ns
@@ -171,10 +169,6 @@ def program_graphs(s: ProgramSettings, collections: Sequence[Collection], tiled:
     return written
 
 
-def _program_graphs(args: tuple) -> list[tuple[str, dict, float]]:
-    return program_graphs(*args)                 # a module-level function: picklable for spawned workers
-
-
 def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progress: bool = True,
           workers: int = 1) -> dict:
     """Write every collection/split into `out_dir` (replaced atomically); returns the stats dict. `workers` > 1
@@ -189,13 +183,13 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
         tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
                  [:int(s.tile_programs.get(split, 0))]}
         jobs = [(s, parsed, program in tiled, tmp, program) for program in listed]
-        with _mapper(min(int(workers), len(jobs))) as mapper:
-            for program, written in tqdm(zip(listed, mapper(_program_graphs, jobs)), total=len(jobs),
-                                         desc="synthesize", unit="program", disable=not progress):
-                for slug, row, ceiling in written:
-                    for key, value in row.items():
-                        stats[slug][program.split][key] += value
-                    scores[slug][program.split].append(ceiling)
+        per_program = ordered_map(program_graphs, jobs, min(int(workers), len(jobs)), "synthesize", "program",
+                                  progress=progress)
+        for program, written in zip(listed, per_program):
+            for slug, row, ceiling in written:
+                for key, value in row.items():
+                    stats[slug][program.split][key] += value
+                scores[slug][program.split].append(ceiling)
         ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
         summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
                    "collections": stats, "ceiling": ceiling,
@@ -204,13 +198,3 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
         finish(tmp, parsed, summary)
     return summary
 
-
-@contextmanager
-def _mapper(workers: int) -> Iterator[Callable]:
-    """An ordered lazy map: the builtin one for a single worker, else a pool of `workers` spawned processes (not
-    forked: JAX and XLA's thread pools do not survive a fork)."""
-    if workers <= 1:
-        yield map
-        return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield lambda function, jobs: pool.imap(function, jobs, chunksize=1)
