@@ -3,7 +3,10 @@
 Sources follow TpuGraphs: `nlp` programs are Transformer encoders and decoders, `xla` programs mix every family.
 Programs are drawn per (source, split) from a size grid: train and valid from the `train` grid, test from the
 `test` grid, whose batches, widths and depths are larger, so test programs differ from train ones in size, not
-only in random draws. Families are taken round-robin so every family appears in every large enough split.
+only in random draws. Families are taken round-robin so every family appears in every large enough split. The
+valid split takes its families in the test split's rotation (same start), so model selection, ensemble weights and
+the autotune guard are measured on the families that test holds (a valid split of other families than test's told
+nothing about them: docs/decisions.md, "Valid like test").
 """
 from __future__ import annotations
 
@@ -61,7 +64,8 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
 
     Names are unique within a source across all its splits: splits drawing from the same grid (train and valid)
     draw without replacement from one pool, so no program is in two splits (a label leak into model selection).
-    A source asking for more programs than its grid holds raises.
+    A source asking for more programs than its grid holds raises. Valid's families follow test's rotation (the
+    start that test's own random numbers draw); its sizes are its own draws.
     """
     out = []
     for source, per_split in counts.items():
@@ -72,11 +76,14 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
         if unknown:
             raise KeyError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
         pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+        starts = {split: int(_rng(seed, "programs", source, split).integers(len(families))) for split in SPLITS}
+        starts["valid"] = starts["test"]
         for split in [s for s in SPLITS if s in per_split]:
             n = per_split[split]
             rng = _rng(seed, "programs", source, split)
             pool = pools[SPLIT_GRID[split]]
-            start = int(rng.integers(len(families)))
+            rng.integers(len(families))               # the split's own start draw, replaced for valid (above)
+            start = starts[split]
             for i in range(int(n)):
                 family = families[(start + i) % len(families)]
                 if not pool[family]:
