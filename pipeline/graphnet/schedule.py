@@ -3,7 +3,10 @@
 Training runs at most `gnn.epochs` epochs (the budget). After every epoch the collection's validation metric
 updates a `Plateau`: an epoch *gains* when its score beats the score of the last gaining epoch by more than
 `gnn.min_delta`; training stops once `gnn.patience` epochs in a row did not gain (stop reason `plateau`), or at
-the budget (`budget`). Model selection is separate: the best-scoring epoch is kept whatever the stop.
+the budget (`budget`), but never on an epoch that scores above every earlier one: a run still improving, by less
+than min_delta, goes on until an epoch does not, so the selected (best-scoring) epoch is never the last one of a
+plateau stop (it was on 8 of 36 members of the default repro, docs/decisions.md). Model selection is separate:
+the best-scoring epoch is kept whatever the stop.
 
 The schedule (`gnn.schedule`) must not force a plateau: `cosine` (warm-up, then cosine decay to 0 at the end of
 the budget) flattens every curve near the budget whether the model converged or not. `constant` (linear warm-up,
@@ -57,27 +60,34 @@ class LrSchedule:
 
 @dataclass
 class Plateau:
-    """Early-stopping state: the score of the last gaining epoch and how many epochs since did not gain."""
+    """Early-stopping state: the score of the last gaining epoch, how many epochs since did not gain, and the best
+    score so far."""
 
     patience: int                    # epochs without a gain that end training
     min_delta: float                 # a gain beats the reference score by more than this
     reference: float = -math.inf     # score of the last gaining epoch
     stall: int = 0                   # epochs since then
+    best: float = -math.inf          # highest score so far (a new one defers the stop)
 
     def update(self, score: float) -> bool:
         """Record one epoch's validation score; True when training should stop (a NaN score never gains,
-        so training without valid graphs runs to the budget: see `stop_reason`)."""
+        so training without valid graphs runs to the budget: see `stop_reason`). An epoch scoring above every
+        earlier one never stops training, even when it gains less than min_delta."""
+        new_best = not math.isnan(score) and score > self.best
+        if new_best:
+            self.best = score
         if not math.isnan(score) and score > self.reference + self.min_delta:
             self.reference, self.stall = score, 0
         else:
             self.stall += 1
-        return self.stall >= self.patience and not math.isinf(self.reference)
+        return self.stall >= self.patience and not math.isinf(self.reference) and not new_best
 
     def state_dict(self) -> dict:
-        return {"reference": self.reference, "stall": self.stall}
+        return {"reference": self.reference, "stall": self.stall, "best": self.best}
 
     def load_state_dict(self, state: dict) -> None:
         self.reference, self.stall = float(state["reference"]), int(state["stall"])
+        self.best = float(state.get("best", self.reference))   # checkpoints written before `best` existed
 
 
 def stop_reason(plateau: Plateau, score: float, epoch: int, budget: int) -> str | None:

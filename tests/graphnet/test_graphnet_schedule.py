@@ -54,6 +54,17 @@ def test_a_plateau_stops_after_patience_epochs_without_a_gain_above_min_delta():
     assert replay(curve + [0.79] * 6, patience=4, min_delta=0.01, budget=20) == (11, STOP_PLATEAU)
 
 
+def test_an_epoch_above_every_earlier_one_never_stops_training():
+    # gain at epoch 1 (0.6); epochs 2-4 gain less than min_delta, so epoch 4 is the third stalled epoch, but it is
+    # the best so far (0.603): training goes on, and 0.59 at epoch 5 ends it
+    curve = [0.5, 0.6, 0.601, 0.602, 0.603, 0.59]
+    assert replay(curve, patience=3, min_delta=0.01, budget=10) == (5, STOP_PLATEAU)
+    # a tie with the best is no new best: the stop comes at the third stalled epoch
+    assert replay([0.5, 0.6, 0.6, 0.6, 0.6], patience=3, min_delta=0.01, budget=10) == (4, STOP_PLATEAU)
+    # a still rising run ends at the budget
+    assert replay([0.5, 0.6, 0.601, 0.602, 0.603, 0.604], patience=3, min_delta=0.01, budget=6) == (5, STOP_BUDGET)
+
+
 def test_the_budget_stops_a_curve_that_still_rises():
     assert replay([0.1, 0.2, 0.3, 0.4], patience=2, min_delta=0.0, budget=3) == (2, STOP_BUDGET)
     with pytest.raises(ValueError, match="neither plateaus nor reaches the budget of 9"):
@@ -70,7 +81,7 @@ def test_plateau_state_round_trips():
     a.update(0.4), a.update(0.3)
     b = Plateau(3, 0.0)
     b.load_state_dict(a.state_dict())
-    assert (b.reference, b.stall) == (0.4, 1) and b.update(0.2) == a.update(0.2) == False   # noqa: E712
+    assert (b.reference, b.stall, b.best) == (0.4, 1, 0.4) and b.update(0.2) == a.update(0.2) == False   # noqa: E712
     assert b.update(0.1) and a.update(0.1)
 
 
