@@ -69,3 +69,27 @@ def test_programs_large_preset_is_a_larger_development_signal():
     assert not train & test                                    # no test program is a train program
     assert len({s.extent for s in train}) > len(set(default.generator.sizes.train.extent))
     assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
+
+
+def test_valid_takes_its_families_in_the_test_rotation():
+    """Valid holds the families test holds (in test's order), whatever the seed; sizes stay valid's own draws."""
+    counts = {"xla": {"train": 12, "valid": 4, "test": 4}, "nlp": {"train": 4, "valid": 3, "test": 3}}
+    for seed in range(6):
+        listed = programs(counts, GRIDS, seed=seed)
+        for source in counts:
+            valid = [p for p in listed if p.source == source and p.split == "valid"]
+            test = [p for p in listed if p.source == source and p.split == "test"]
+            assert [p.family for p in valid] == [p.family for p in test], (seed, source)
+            assert {p.size for p in valid}.isdisjoint({p.size for p in test})
+    # more valid than test programs: valid continues test's rotation
+    listed = programs({"xla": {"train": 11, "valid": 6, "test": 3}}, GRIDS, seed=0)
+    families = list(SOURCES["xla"])
+    test = [p.family for p in listed if p.split == "test"]
+    start = families.index(test[0])
+    assert [p.family for p in listed if p.split == "valid"] == [families[(start + i) % len(families)] for i in range(6)]
+
+
+def test_train_and_test_programs_do_not_depend_on_the_valid_split():
+    with_valid = programs({"xla": {"train": 12, "valid": 4, "test": 4}}, GRIDS, seed=3)
+    without = programs({"xla": {"train": 12, "test": 4}}, GRIDS, seed=3)
+    assert [p for p in with_valid if p.split != "valid"] == without
