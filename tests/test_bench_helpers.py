@@ -40,3 +40,31 @@ def test_share_with_every_split_links_the_graph_under_unique_names(tmp_path):
     copies = sorted(p.relative_to(tmp_path / "npz" / "layout").as_posix() for p in (tmp_path / "npz").rglob("*.npz"))
     assert copies == ["test/g_test.npz", "train/g.npz", "valid/g_valid.npz"]
     assert (train.parent.parent / "valid" / "g_valid.npz").stat().st_ino == train.stat().st_ino   # hard link
+
+
+def _result(tmp_path, tag: str, tests: dict[int, float], variant: str = "base"):
+    """A bench_quality result file of one variant: gnn on one collection, test score per seed."""
+    import json
+    runs = {variant: {"gnn": {"layout-xla-random": {str(seed): {"valid": 0.5, "test": test, "seconds": 1.0}
+                                                    for seed, test in tests.items()}}}}
+    path = tmp_path / f"{tag}.json"
+    path.write_text(json.dumps({"tag": tag, "variants": {variant: []}, "data": "programs", "common": [],
+                                "runs": runs}))
+    return str(path)
+
+
+def test_compare_runs_pairs_separate_runs_by_seed(tmp_path):
+    import pytest
+    from benchmarks.compare_runs import compare, load_run
+    a = load_run(_result(tmp_path, "a", {0: 0.2, 1: 0.3, 2: 0.4}))
+    b = load_run(_result(tmp_path, "b", {0: 0.3, 1: 0.5, 2: 0.4, 3: 0.9}))      # seed 3 has no partner
+    rows, models, collections, seeds = compare([a[:2], b[:2]])
+    assert (models, collections, seeds) == (["gnn"], ["layout-xla-random"], [0, 1, 2])
+    row = next(r for r in rows if r["variant"] == "b:base" and r["collection"] == "layout-xla-random")
+    assert row["test_delta_mean"] == pytest.approx(0.1)                           # (0.1 + 0.2 + 0.0) / 3
+    assert row["test_delta_std"] == pytest.approx(0.1)                            # sample std of 0.1, 0.2, 0.0
+    assert row["valid_delta_mean"] == pytest.approx(0.0)
+    with pytest.raises(SystemExit, match="no variant 'other'"):
+        load_run(_result(tmp_path, "c", {0: 0.1}) + ":other")
+    with pytest.raises(SystemExit, match="share 1 seed"):
+        compare([a[:2], load_run(_result(tmp_path, "d", {0: 0.1}))[:2]])
