@@ -76,14 +76,12 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
         if unknown:
             raise KeyError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
         pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
-        starts = {split: int(_rng(seed, "programs", source, split).integers(len(families))) for split in SPLITS}
-        starts["valid"] = starts["test"]
+        rngs = {split: _rng(seed, "programs", source, split) for split in SPLITS}
+        starts = {split: int(rng.integers(len(families))) for split, rng in rngs.items()}
+        starts["valid"] = starts["test"]              # valid's own start draw is replaced by test's
         for split in [s for s in SPLITS if s in per_split]:
-            n = per_split[split]
-            rng = _rng(seed, "programs", source, split)
+            n, rng, start = per_split[split], rngs[split], starts[split]
             pool = pools[SPLIT_GRID[split]]
-            rng.integers(len(families))               # the split's own start draw, replaced for valid (above)
-            start = starts[split]
             for i in range(int(n)):
                 family = families[(start + i) % len(families)]
                 if not pool[family]:
