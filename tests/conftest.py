@@ -119,7 +119,7 @@ def run(cmd, cwd, env):
     return result
 
 
-CI_LOCAL_CONF = "# @package _global_\ngnn:\n  seeds: [0, 1]\n  epochs: 10\n"
+CI_LOCAL_CONF = "# @package _global_\ngnn:\n  seeds: [0, 1]\n  epochs: 5\n"
 
 
 def copy_repo(dest: Path) -> None:
