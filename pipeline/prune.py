@@ -7,7 +7,8 @@ temporary folder renamed into place at the end (a crash leaves no folder DVC cou
 - `index.csv` (pruned.INDEX_COLUMNS), `normalizer.json`, `report.json` (totals per split, skipped graphs, the
   relative runtime spread of identical train configs, `duplicate_spread`, which sets the GNN hinge's min_gap)
   and `<split>/<graph_id>/*.npy`, all byte-identical across runs (any `workers`);
-and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show` (with wall time and peak RSS).
+and `<paths.metrics_dir>/prune/<slug>.json`, the summary for `dvc metrics show`, with the run's wall time and peak
+RSS apart in `<paths.metrics_dir>/timings/prune/<slug>.json` (pipeline.timings).
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.leaks import check_content_leaks
 from pipeline.tpugraphs.schema import SPLITS
+from pipeline.timings import write_timings
+
+STAGE = "prune"
 
 
 def _peak_rss_mb() -> float:
@@ -101,7 +105,8 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
 
 
 def metrics_summary(report: dict) -> dict:
-    """The numbers `dvc metrics show` displays: totals, keep ratios, wall time (per-split totals: report.json)."""
+    """The numbers `dvc metrics show` displays: totals and keep ratios (per-split totals: report.json); what the input
+    and config determine, so an identical rerun writes the same file (its seconds and memory: `write_metrics`)."""
     totals = {k: sum(s[k] for s in report["splits"].values()) for k in ("graphs", *COUNT_COLUMNS)}
     return {**totals,
             "node_keep_ratio": round(totals["nodes_pruned"] / max(totals["nodes"], 1), 6),
@@ -109,14 +114,15 @@ def metrics_summary(report: dict) -> dict:
             "config_keep_ratio": round(totals["configs_dedup"] / max(totals["configs"], 1), 6),
             "skipped": len(report["skipped"]), "node_feat_columns": report["node_feat_columns"],
             "duplicate_groups": report["duplicate_spread"]["groups"],
-            "duplicate_spread_median": (report["duplicate_spread"]["percentiles"] or [None] * 51)[50],
-            "wall_s": report["wall_s"], "peak_rss_mb": report["peak_rss_mb"]}
+            "duplicate_spread_median": (report["duplicate_spread"]["percentiles"] or [None] * 51)[50]}
 
 
-def write_metrics(report: dict, path: str | Path) -> dict:
-    """Write `metrics_summary(report)` to `path` atomically."""
+def write_metrics(report: dict, metrics_dir: str | Path, slug: str) -> dict:
+    """Write `metrics_summary(report)` to `<metrics_dir>/prune/<slug>.json` and the run's wall seconds and peak
+    memory to its timings file (`pipeline.timings`), each atomically; returns the summary."""
     summary = metrics_summary(report)
-    write_json(summary, Path(path))
+    write_json(summary, Path(metrics_dir) / STAGE / f"{slug}.json")
+    write_timings(metrics_dir, STAGE, slug, {"seconds": report["wall_s"], "peak_rss_mb": report["peak_rss_mb"]})
     return summary
 
 
@@ -125,11 +131,11 @@ def main(argv=None) -> None:
     collection = Collection.parse(args.collection)
     params = prune_settings(cfg, collection)
     report = prune_collection(cfg.data.root, collection, cfg.paths.pruned_dir, params)
-    summary = write_metrics(report, Path(cfg.paths.metrics_dir) / "prune" / f"{collection.slug}.json")
+    summary = write_metrics(report, cfg.paths.metrics_dir, collection.slug)
     print(f"prune {collection.name}: {summary['graphs']} graphs, nodes {summary['nodes']} -> "
           f"{summary['nodes_pruned']}, edges {summary['edges']} -> {summary['edges_pruned']}, configs "
           f"{summary['configs']} -> {summary['configs_dedup']}, {summary['skipped']} skipped, "
-          f"{summary['wall_s']:.1f} s")
+          f"{report['wall_s']:.1f} s")
 
 
 if __name__ == "__main__":

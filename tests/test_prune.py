@@ -206,6 +206,9 @@ def test_main_writes_metrics(tmp_path, layout_run, capsys):
     metrics = json.loads((tmp_path / "metrics/prune" / f"{LAYOUT}.json").read_text())
     assert metrics["graphs"] == 6 and metrics["nodes_pruned"] == metrics["nodes"] == 48
     assert metrics["configs"] == 36 and metrics["configs_dedup"] == 28 and metrics["skipped"] == 0
+    assert not {"wall_s", "peak_rss_mb", "seconds"} & set(metrics)         # an identical rerun: the same file
+    timings = json.loads((tmp_path / "metrics/timings/prune" / f"{LAYOUT}.json").read_text())
+    assert set(timings) == {"seconds", "peak_rss_mb"} and timings["seconds"] > 0 and timings["peak_rss_mb"] > 0
     assert "48 -> 48" in capsys.readouterr().out
     with pytest.raises(SystemExit, match=r"setting prune.hops=-2: expected an integer >= 0 or one of \['all'\]"):
         main(["--collection", LAYOUT, "data=programs_ci", f"data.root={root}", "prune.hops=-2"])
