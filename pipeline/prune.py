@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import resource
-import time
 from pathlib import Path
 
 from tqdm import tqdm
@@ -32,7 +31,7 @@ from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
 from pipeline.tpugraphs.leaks import check_content_leaks
 from pipeline.tpugraphs.schema import SPLITS
-from pipeline.timings import write_timings
+from pipeline.timings import Stopwatch, write_timings
 
 STAGE = "prune"
 
@@ -61,7 +60,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         TpuGraphsFormatError: a graph fails validation (names the file), unless it is a train graph and
             `skip_invalid_train` is set (then it is skipped and listed in the report).
     """
-    started = time.perf_counter()
+    watch = Stopwatch()
     collection = Collection.parse(collection)
     root = npz_root(root)
     out = collection_dir(pruned_dir, collection.slug)
@@ -100,7 +99,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
         # report.json is part of the DVC output, so it holds only what the input and config determine;
         # the run's wall time and memory go to the metrics file alone.
         (tmp / REPORT_FILE).write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
-        report.update(wall_s=round(time.perf_counter() - started, 3), peak_rss_mb=_peak_rss_mb())
+        report.update(wall_s=watch.elapsed(), peak_rss_mb=_peak_rss_mb())
     return report
 
 

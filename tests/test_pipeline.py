@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 from conftest import BIN, run
 
+from pipeline.tpugraphs.dataset import Collection
+
 
 @pytest.mark.slow
 def test_dvc_repro_writes_a_valid_submission(repo):
@@ -67,8 +69,9 @@ def test_real_download_layout_gives_the_same_submission(repo, tmp_path_factory):
     submission they give are the synthetic run's rows of those collections, in its order."""
     shared, env = repo
     collections = ["tile-xla", "layout-xla-default"]
+    selection = f"data.collections=[{','.join(collections)}]"
     header, *rows = (shared / "submissions" / "submission.csv").read_text().splitlines(keepends=True)
-    prefixes = tuple(f"{c.replace('-', ':')}:" for c in collections)   # IDs are "<collection name>:<graph>"
+    prefixes = tuple(f"{Collection.parse(c).name}:" for c in collections)   # IDs are "<collection name>:<graph>"
     expected = header + "".join(row for row in rows if row.startswith(prefixes))
     assert len(expected) > len(header) + 100              # both collections have rows in the synthetic run
     dest = tmp_path_factory.mktemp("exp") / "repo"
@@ -76,10 +79,10 @@ def test_real_download_layout_gives_the_same_submission(repo, tmp_path_factory):
     download = tmp_path_factory.mktemp("download") / "npz_all"
     write_download_like(dest / "data" / "synthetic" / "npz", download)
     run([str(BIN / "dvc"), "exp", "run", "-S", "data=tpugraphs", "-S", f"data.root={download}",
-         "-S", f"data.collections=[{','.join(collections)}]"], dest, env)
+         "-S", selection], dest, env)
     assert (dest / "submissions" / "submission.csv").read_text() == expected
     out = run([str(BIN / "python"), "-m", "pipeline.submit", "--check", str(dest / "submissions" / "submission.csv"),
-               "data=tpugraphs", f"data.root={download}", f"data.collections=[{','.join(collections)}]"], dest, env)
+               "data=tpugraphs", f"data.root={download}", selection], dest, env)
     assert "valid submission" in out.stdout
     shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], dest, env).stdout
     assert "tpugraphs" in shown
