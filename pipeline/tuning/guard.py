@@ -26,6 +26,7 @@ tool reads it and refuses, naming the stage, when it is missing or was made on o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -66,6 +67,11 @@ class ValidSample:
     feat: np.ndarray             # [C, NC, 18] int8 (layout) or [C, 24] float32 (tile)
     log_runtime: np.ndarray      # [C] float64
     raw: dict                    # member name -> float64 [C]
+
+    @cached_property
+    def apart(self) -> np.ndarray:
+        """int64 [C, C]: `moves_apart` of a layout sample's rows, computed once for every model."""
+        return moves_apart(self.feat)
 
 
 def sample_valid(graphs: Sequence[PrunedGraph], members: Sequence, max_configs: int, batch: int,
@@ -113,19 +119,28 @@ def error_margin(errors: np.ndarray, quantile: float) -> float:
 
 
 def moves_apart(node_config_feat: np.ndarray) -> np.ndarray:
-    """int64 [C, C]: blocks in which rows i and j of [C, NC, 18] differ."""
-    feat = np.asarray(node_config_feat)
-    blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)            # [C, NC, 3, 6]
-    return (blocks[:, None] != blocks[None]).any(axis=4).reshape(len(feat), len(feat), -1).sum(axis=2)
+    """int64 [C, C]: blocks in which rows i and j of [C, NC, 18] differ. Each block's 6 dimension numbers (-1..5)
+    are packed into one int64, then compared one row at a time (memory C x NC x 3)."""
+    feat = np.asarray(node_config_feat).astype(np.int8)
+    blocks = feat.reshape(len(feat), feat.shape[1] * 3, MAX_DIMS)          # [C, NC * 3, 6]
+    padded = np.zeros(blocks.shape[:2] + (8,), dtype=np.int8)              # [C, NC * 3, 8]: 8 bytes per block
+    padded[..., :MAX_DIMS] = blocks
+    keys = padded.view(np.int64)[..., 0]                                    # [C, NC * 3]
+    out = np.zeros((len(feat), len(feat)), dtype=np.int64)
+    for i in range(len(feat)):
+        out[i] = np.count_nonzero(keys != keys[i], axis=1)
+    return out
 
 
-def move_errors(feat: np.ndarray, log_runtime: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def move_errors(feat: np.ndarray, log_runtime: np.ndarray, predicted: np.ndarray,
+                apart: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(errors, distances) of every move j -> i (ordered pairs i != j) of one layout graph's rows [C, NC, 18]:
-    e = (log t_i - log t_j) - (yhat_i - yhat_j), and the blocks the move changes. A search's pick is such a move
-    (default -> pick); every pair is one, so no single reference's own error shifts them all."""
+    e = (log t_i - log t_j) - (yhat_i - yhat_j), and the blocks the move changes (`apart`, `moves_apart(feat)` when
+    not given). A search's pick is such a move (default -> pick); every pair is one, so no single reference's own
+    error shifts them all."""
     y, p = np.asarray(log_runtime, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
     i, j = np.nonzero(~np.eye(len(y), dtype=bool))
-    return y[i] - y[j] - (p[i] - p[j]), moves_apart(feat)[i, j]
+    return y[i] - y[j] - (p[i] - p[j]), (moves_apart(feat) if apart is None else apart)[i, j]
 
 
 def distance_margins(per_graph: Sequence[tuple[np.ndarray, np.ndarray]], quantile: float,
@@ -201,8 +216,8 @@ def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], sl
     """One model's entry of the guard file: weights, margin, margin by distance (`distance_margins`), pairs,
     error quantiles, distance evidence."""
     errors, distances = model_errors(samples, weights, slopes)
-    moves = [move_errors(s.feat, s.log_runtime, predicted) for s, predicted in zip(samples, predictions(samples,
-             weights, slopes)) if np.asarray(s.feat).ndim == 3]
+    moves = [move_errors(s.feat, s.log_runtime, predicted, s.apart) for s, predicted in zip(samples, predictions(
+             samples, weights, slopes)) if np.asarray(s.feat).ndim == 3]
     return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
             "margin_by_distance": distance_margins(moves, quantile, min_pairs) if moves else None,
             "pairs": int(len(errors)),

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.trained import PredictError
 from pipeline.tuning.guard import (ValidSample, distance_margins, error_margin, guard_file, model_guard, move_errors,
-                                   pair_errors, read_guard, trust_region)
+                                   moves_apart, pair_errors, read_guard, trust_region)
 from pipeline.tuning.search import Guard
 
 
@@ -61,6 +61,14 @@ def test_every_move_between_two_valid_configs_is_a_pair():
     errors, distances = move_errors(layout_rows(), np.array([0.0, 0.1, -0.2]), np.array([0.0, -0.1, -0.5]))
     np.testing.assert_allclose(errors, [-0.2, -0.3, 0.2, -0.1, 0.3, 0.1])     # (0,1) (0,2) (1,0) (1,2) (2,0) (2,1)
     assert distances.tolist() == [1, 2, 1, 2, 2, 2]                          # rows 1 and 2 differ in both blocks
+
+
+def test_moves_apart_counts_blocks_that_differ_in_any_dimension_number():
+    feat = np.full((3, 2, 18), -1, dtype=np.int8)          # 2 nodes x (output, input, kernel) x 6 dimension numbers
+    feat[1, 1, 12:18] = [0, 1, 2, 3, 4, 5]                  # row 1: node 1's kernel block set
+    feat[2, 1, 12:18] = [0, 1, 2, 3, 5, 4]                  # row 2: the same block, its last two numbers swapped
+    feat[2, 0, 0:2] = [1, 0]                                # ... and node 0's output block
+    assert moves_apart(feat).tolist() == [[0, 1, 2], [1, 0, 2], [2, 2, 0]]
 
 
 def test_the_margin_by_distance_is_binned_nearest_first_and_never_falls():
