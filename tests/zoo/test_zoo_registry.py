@@ -71,6 +71,17 @@ def test_programs_large_preset_is_a_larger_development_signal():
     assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
 
 
+def test_programs_heldout_preset_has_the_held_out_size():
+    """conf/data/programs_heldout.yaml composes and draws about 50 layout graphs of 1000 configs (two per program),
+    every xla program compiled for tile kernels."""
+    from pipeline.config import compose
+    g = compose(["data=programs_heldout"]).data.generator
+    listed = programs(g.programs, g.sizes, int(g.seed))
+    assert 45 <= 2 * len(listed) <= 60
+    assert list(g.layout_configs) == list(g.test_configs) == [1000, 1000]
+    assert dict(g.tile_programs) == dict(g.programs.xla)
+
+
 def test_valid_takes_its_families_in_the_test_rotation():
     """Valid holds the families test holds (in test's order), whatever the seed; sizes stay valid's own draws."""
     counts = {"xla": {"train": 12, "valid": 4, "test": 4}, "nlp": {"train": 4, "valid": 3, "test": 3}}
