@@ -9,8 +9,8 @@ when the objective is right; the trained `ensemble` / `gnn` / `lgbm` of the curr
 and seed, the pick guarded as the tool guards it (truth: margin 0) and timed by the cost model against the oracle.
 Prints, per guide x algorithm x budget, the mean over seeds (± std over seeds) of the mean share over the programs
 whose oracle gains >= 1%, the lowest share of any program and seed, the same two of the unguarded picks (what
-the guard prevents), evaluations/s, search seconds and the mean |predicted - verified| log runtime ratio of kept
-picks; writes benchmarks/results/autotune.md.
+the guard prevents), the picks slower than the compiler default, evaluations/s, search seconds and the mean
+|predicted - verified| log runtime ratio of kept picks; writes benchmarks/results/autotune.md.
 """
 from __future__ import annotations
 
@@ -75,6 +75,7 @@ def measure(cfg, s: AutotuneSettings, budgets, seeds, guides, algorithms) -> lis
                              "budget": budget, "seed": seed, "share": share_of_gain(truth.default_ns, t_pick, oracle_ns),
                              "unguarded": share_of_gain(truth.default_ns, t_raw, oracle_ns),
                              "seconds": result.seconds, "evaluations": result.evaluations, "kept": kept,
+                             "slower": bool(t_pick > truth.default_ns),
                              "gap": abs(predicted - np.log(t_pick / truth.default_ns)) if kept else None})
                 print(f"{name[:32]:32s} {c.name:20s} {guide:9s} {algorithm:10s} {budget:6d} seed {seed}: "
                       f"share {rows[-1]['share']} ({result.seconds:.1f} s)", flush=True)
@@ -83,8 +84,9 @@ def measure(cfg, s: AutotuneSettings, budgets, seeds, guides, algorithms) -> lis
 
 def table(rows: list[dict]) -> str:
     lines = ["| guide | algorithm | budget | mean share (± std over seeds) | lowest share | unguarded pick: mean, lowest "
-             "share | evaluations/s | search s (mean) | kept picks | mean pred.-verified gap |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "share | picks slower than the default | evaluations/s | search s (mean) | kept picks | "
+             "mean pred.-verified gap |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["guide"], r["algorithm"], r["budget"]) for r in rows})
     for guide, algorithm, budget in keys:
         mine = [r for r in rows if (r["guide"], r["algorithm"], r["budget"]) == (guide, algorithm, budget)]
@@ -94,7 +96,8 @@ def table(rows: list[dict]) -> str:
         rate = sum(r["evaluations"] for r in mine) / max(sum(r["seconds"] for r in mine), 1e-9)
         lines.append(f"| {guide} | {algorithm} | {budget} | {np.mean(per_seed):.3f} ± {np.std(per_seed):.3f} | "
                      f"{min(r['share'] for r in counted):.3f} | {np.mean([r['unguarded'] for r in counted]):.3f}, "
-                     f"{min(r['unguarded'] for r in counted):.3f} | {rate:.0f} | "
+                     f"{min(r['unguarded'] for r in counted):.3f} | "
+                     f"{sum(r['slower'] for r in mine)}/{len(mine)} | {rate:.0f} | "
                      f"{np.mean([r['seconds'] for r in mine]):.2f} | {sum(r['kept'] for r in mine)}/{len(mine)} | "
                      f"{np.mean(gaps) if gaps else float('nan'):.3f} |")
     small = sorted({r["program"] for r in rows if r["share"] is None})

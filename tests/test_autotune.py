@@ -93,6 +93,8 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
         if r["guard_kept_pick"]:                           # its prediction beats the margin at its distance
             assert rule.keeps(np.log(r["predicted_ratio"]), r["unguarded"]["changed_blocks"])
     assert metrics["tiles"]["tile:xla"]["all"]["kernels"] == len(metrics["tiles"]["tile:xla"]["kernels"]) > 0
+    held = sorted((dest / "data" / "synthetic" / "npz" / "tile" / "xla" / "test").glob("*.npz"))
+    assert len(metrics["tiles"]["tile:xla"]["kernels"]) == len(held)     # exactly the dataset's test kernels
 
 
 @pytest.mark.slow

@@ -126,16 +126,22 @@ def sample_kernels(module: HloModule, count: int, rng: np.random.Generator) -> l
     return largest_kernels(kernels, count)
 
 
-def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram, out: Path) -> list[tuple[dict, float]]:
-    """The largest kernels of the compiled program; a (stats row, ceiling) per kernel written."""
+def kept_kernels(s: ProgramSettings, program: ZooProgram):
+    """Yield (kernel, its drawn tile configs [C, 24], the generator that drew them) of every kernel of the compiled
+    program that the dataset holds: the sampled largest kernels with at least MIN_TILE_CONFIGS tilings drawn."""
     module = parse_module(compiled_text(program.spec, program.size), f"{program.name} (compiled)")
     rng = graph_rng(s.seed, "tile-kernels", program.split, program.name)
-    rows = []
     for k, kernel in enumerate(sample_kernels(module, s.tile_kernels_per_program, rng)):
-        rng = graph_rng(s.seed, "tile-configs", program.split, program.name, int(k))
-        config_feat = tile_configs(kernel, log_uniform(rng, s.tile_configs), s.tile_search, rng)
-        if len(config_feat) < MIN_TILE_CONFIGS:
-            continue
+        drawn = graph_rng(s.seed, "tile-configs", program.split, program.name, int(k))
+        config_feat = tile_configs(kernel, log_uniform(drawn, s.tile_configs), s.tile_search, drawn)
+        if len(config_feat) >= MIN_TILE_CONFIGS:
+            yield kernel, config_feat, drawn
+
+
+def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram, out: Path) -> list[tuple[dict, float]]:
+    """The dataset's kernels of the compiled program (`kept_kernels`); a (stats row, ceiling) per kernel written."""
+    rows = []
+    for kernel, config_feat, rng in kept_kernels(s, program):
         cost = s.tile_search.cost
         clean = tile_runtime_ns(kernel.kernel, config_feat, cost)
         runtime = writer.to_runtime_ns(measure(clean, s.noise, rng))

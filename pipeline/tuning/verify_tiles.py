@@ -1,7 +1,7 @@
 """Stage autotune's tile verification: every built-in test kernel's tile pick timed by the tile cost model.
 
-The kernels are exactly the dataset's tile test kernels (`pipeline.synth.programs`: the first
-`tile_programs.test` xla test programs, compiled, `tile_kernels_per_program` kernels drawn with the same keys).
+The kernels are exactly the dataset's tile test kernels (`pipeline.synth.programs.kept_kernels` of the first
+`tile_programs.test` xla test programs: the same draws, and the same kernels skipped for too few tilings).
 Per kernel, every valid tile size (`pipeline.tuning.tiles`, at most `autotune.tile.max_configs`) is scored by the
 stage's model of the tile collection and guarded by its margin; the noise-free tile cost model
 (`pipeline.costmodel.tile`) times the compiler default, the pick and the oracle (the best of the same tile sizes by
@@ -29,19 +29,12 @@ from pipeline.tuning.tiles import TilePick, pick_tile
 
 def test_kernels(cfg: DictConfig, zoo: list) -> list:
     """The dataset's tile test kernels (TilePrograms) of the built-in test programs `zoo`, in generation order."""
-    from pipeline.hlo.featurize import parse_module
     from pipeline.settings.programs import program_settings
-    from pipeline.synth.programs import sample_kernels
-    from pipeline.zoo.common import compiled_text
+    from pipeline.synth.programs import kept_kernels
 
     s = program_settings(cfg.data.generator, cfg.synthesize)
     tiled = [p for p in zoo if p.source == "xla"][:int(s.tile_programs.get("test", 0))]
-    kernels = []
-    for program in tiled:
-        module = parse_module(compiled_text(program.spec, program.size), f"{program.name} (compiled)")
-        kernels += sample_kernels(module, s.tile_kernels_per_program,
-                                  graph_rng(s.seed, "tile-kernels", program.split, program.name))
-    return kernels
+    return [kernel for program in tiled for kernel, _, _ in kept_kernels(s, program)]
 
 
 def tile_row(name: str, kernel: TileKernel, found: TilePick, cost: TileCostParams) -> dict:
