@@ -12,6 +12,7 @@ from conftest import BIN
 
 from pipeline.autotune import main
 from pipeline.hlo.featurize import layout_program, parse_module
+from pipeline.tpugraphs.dataset import graph_paths
 from pipeline.tuning.search import Guard
 from pipeline.tuning.space import LayoutSpace
 
@@ -93,7 +94,7 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
         if r["guard_kept_pick"]:                           # its prediction beats the margin at its distance
             assert rule.keeps(np.log(r["predicted_ratio"]), r["unguarded"]["changed_blocks"])
     assert metrics["tiles"]["tile:xla"]["all"]["kernels"] == len(metrics["tiles"]["tile:xla"]["kernels"]) > 0
-    held = sorted((dest / "data" / "synthetic" / "npz" / "tile" / "xla" / "test").glob("*.npz"))
+    held = graph_paths(dest / "data" / "synthetic", "tile-xla", "test")
     assert len(metrics["tiles"]["tile:xla"]["kernels"]) == len(held)     # exactly the dataset's test kernels
 
 
