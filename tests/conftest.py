@@ -20,6 +20,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 
+@pytest.fixture(autouse=True)
+def no_wandb_service_after_the_test():
+    """A wandb run opened in the test process exports WANDB_SERVICE (its service's socket): a command that a later
+    test starts would inherit it and log into that service, gone by then, instead of its own (its offline run never
+    gets its .wandb file). Dropped after every test."""
+    yield
+    os.environ.pop("WANDB_SERVICE", None)
+
+
 def make_layout_arrays() -> dict[str, np.ndarray]:
     """A 5-node chain-with-skip layout graph, 2 configurable nodes (1 and 3), 4 configurations."""
     node_feat = np.zeros((5, 140), np.float32)
@@ -133,14 +142,57 @@ def copy_repo(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
+NEEDS_REPO = ("repo", "outputs_repo")     # fixtures that build the repo fixture (test_notebooks: unless told a folder)
+
+
+def needs_repo(item) -> bool:
+    return any(name in item.fixturenames for name in NEEDS_REPO)
+
+
+def pytest_collection_modifyitems(items):
+    """Order the modules for `pytest -n 2` (pytest.ini: --dist loadfile, each module on one worker, in this order):
+    the first module that needs the repo fixture runs first, so that its `dvc repro`, the longest chain of the
+    suite, starts at once while the other worker takes the modules that need no repo; the other modules that need
+    it run last, when it is built. Serially the order changes nothing else."""
+    def module(item) -> str:
+        return item.nodeid.split("::")[0]                              # the scope of --dist loadfile
+
+    with_repo = list(dict.fromkeys(module(item) for item in items if needs_repo(item)))
+    items.sort(key=lambda item: 0 if module(item) in with_repo[:1] else 2 if module(item) in with_repo else 1)
+
+
 @pytest.fixture(scope="session")
 def repo(tmp_path_factory):
-    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=programs_ci (shared)."""
-    dest = tmp_path_factory.mktemp("repo")
-    copy_repo(dest)
+    """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=programs_ci, built once per
+    test run and shared by the pytest-xdist workers (the first to ask builds it under a lock, the others wait).
+    Tests only read it; one that changes it works on `copy_repo_run(dest, ...)`."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base   # the workers' common folder
+    dest, done, failed = shared / "repo", shared / "repo.done", shared / "repo.failed"
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
            "WANDB_SILENT": "true", "OMP_WAIT_POLICY": "PASSIVE", "DVC_NO_ANALYTICS": "1"}
-    env.pop("DVC_ROOT", None)
+    for name in ("DVC_ROOT", "PYTEST_XDIST_WORKER", "WANDB_SERVICE"):
+        env.pop(name, None)
+    with open(shared / "repo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if failed.exists():
+            pytest.fail(f"the repo fixture failed in another worker:\n{failed.read_text()}")
+        if not done.exists():
+            try:
+                build_repo(dest, env)
+            except BaseException as error:
+                failed.write_text(str(error))
+                raise
+            done.write_text("")
+    return dest, env
+
+
+def build_repo(dest: Path, env: dict) -> None:
+    """Copy the repository to `dest` and run `dvc repro` on data=programs_ci there."""
+    dest.mkdir()
+    copy_repo(dest)
     # the GNN's seed ensemble and epoch budget sized for the CI's time (two members keep predict's averaging
     # tested); in conf/local, so `dvc exp run -S ...` in the copy composes them too
     (dest / "conf" / "local" / "default.yaml").write_text(CI_LOCAL_CONF)
@@ -149,7 +201,20 @@ def repo(tmp_path_factory):
         run(cmd, dest, env)
     run([str(BIN / "python"), "-m", "pipeline.config", "data=programs_ci"], dest, env)
     run([str(BIN / "dvc"), "repro"], dest, env)
-    return dest, env
+
+
+def copy_repo_run(shared: Path, dest: Path) -> Path:
+    """Copy the repo fixture's folder to `dest` for a test that changes it. Another worker may be running a command
+    in `shared` meanwhile: its byte-code caches are left out and a file that vanishes during the copy (a temporary
+    one) is skipped."""
+    def copy(src, dst):
+        try:
+            return shutil.copy2(src, dst)
+        except FileNotFoundError:
+            return dst
+
+    shutil.copytree(shared, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"), copy_function=copy)
+    return dest
 
 
 # --- HLO text of a small JAX program (tests/hlo, tests/test_featurize.py) ---

@@ -1,11 +1,10 @@
 """End-to-end: `dvc repro` on the programs_ci preset in a temporary copy of the repository."""
-import shutil
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import BIN, run
+from conftest import BIN, copy_repo_run, run
 
 from pipeline.tpugraphs.dataset import Collection
 
@@ -75,7 +74,7 @@ def test_real_download_layout_gives_the_same_submission(repo, tmp_path_factory):
     expected = header + "".join(row for row in rows if row.startswith(prefixes))
     assert len(expected) > len(header) + 100              # both collections have rows in the synthetic run
     dest = tmp_path_factory.mktemp("exp") / "repo"
-    shutil.copytree(shared, dest, symlinks=True)          # leave the shared run as it is for other tests
+    copy_repo_run(shared, dest)                           # leave the shared run as it is for other tests
     download = tmp_path_factory.mktemp("download") / "npz_all"
     write_download_like(dest / "data" / "synthetic" / "npz", download)
     run([str(BIN / "dvc"), "exp", "run", "-S", "data=tpugraphs", "-S", f"data.root={download}",

@@ -36,11 +36,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, copy_repo_run
 
 NOT_RUN = {   # README commands CI cannot run, each with why; everything else must be run below
-    '.venv/bin/python -m pytest -q -m "not slow"': "the fast tier of the test suite itself",
-    "requirements-dev.txt && .venv/bin/python -m pytest -q": "the test suite itself: .ci/run runs this line "
+    '.venv/bin/python -m pytest -q -n 2 -m "not slow"': "the fast tier of the test suite itself",
+    "requirements-dev.txt && .venv/bin/python -m pytest -q -n 2": "the test suite itself: .ci/run runs this line "
                                                              "(test_ci_runs_the_readme_test_command)",
 }
 LOCAL = """\
@@ -181,7 +181,7 @@ def clone(repo, tmp_path_factory):
     """(dest, env, run): a copy of the repo fixture with conf/local, stand-ins on PATH and the user's files."""
     shared, env = repo
     dest = tmp_path_factory.mktemp("readme") / "repo"
-    shutil.copytree(shared, dest, symlinks=True)
+    copy_repo_run(shared, dest)
     standins = dest.parent / "standins"
     npz = dest / "data" / "synthetic" / "npz"
     write_standins(standins / "bin", kaggle_like_zip(npz, dest.parent / "kaggle.zip"), standins / "submitted.txt")
@@ -208,11 +208,11 @@ def test_every_readme_command_is_run_or_says_why_not():
 
 
 def test_ci_runs_the_readme_test_command():
-    [line] = [c for c in COMMANDS if c.endswith("-m pytest -q")]
+    [line] = [c for c in COMMANDS if c.endswith("-m pytest -q -n 2")]
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 -m venv .venv" in line and "python3 -m venv .venv" in ci
     assert ".venv/bin/pip install" in ci and "-r requirements.txt -r requirements-dev.txt" in ci
-    assert ".venv/bin/python -m pytest -q" in ci
+    assert ".venv/bin/python -m pytest -q -n 2\n" in ci
 
 
 def test_test_only_tools_are_pinned_apart_from_the_product():
