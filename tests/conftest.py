@@ -149,44 +149,55 @@ def needs_repo(item) -> bool:
     return any(name in item.fixturenames for name in NEEDS_REPO)
 
 
-def pytest_collection_modifyitems(items):
-    """Order the modules for `pytest -n 2` (pytest.ini: --dist loadfile, each module on one worker, in this order):
-    the first module that needs the repo fixture runs first, so that its `dvc repro`, the longest chain of the
-    suite, starts at once while the other worker takes the modules that need no repo; the other modules that need
-    it run last, when it is built. Serially the order changes nothing else."""
+def module_order(items) -> list:
+    """`items` in the order `pytest -n 2` should take their modules (pytest.ini: --dist loadfile, each module on one
+    worker, in this order): the first module that needs the repo fixture first, so that its `dvc repro`, the
+    longest chain of the suite, starts at once while the other worker takes the modules that need no repo; the other
+    modules that need it last, when it is built. The order inside a module stays."""
     def module(item) -> str:
         return item.nodeid.split("::")[0]                              # the scope of --dist loadfile
 
     with_repo = list(dict.fromkeys(module(item) for item in items if needs_repo(item)))
-    items.sort(key=lambda item: 0 if module(item) in with_repo[:1] else 2 if module(item) in with_repo else 1)
+    return sorted(items, key=lambda item: 0 if module(item) in with_repo[:1] else 2 if module(item) in with_repo else 1)
+
+
+def pytest_collection_modifyitems(items):
+    items[:] = module_order(items)
+
+
+def build_once(folder: Path, name: str, build) -> Path:
+    """`folder / name`, made by `build(path)` once for every process that asks (the pytest-xdist workers share
+    `folder`): the first builds it under a lock while the others wait; after a failed build every later call fails
+    at once with its message instead of building again."""
+    import fcntl
+
+    path, done, failed = folder / name, folder / f"{name}.done", folder / f"{name}.failed"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if failed.exists():
+            pytest.fail(f"{name}: the build failed in another test process:\n{failed.read_text()}")
+        if not done.exists():
+            try:
+                build(path)
+            except BaseException as error:
+                failed.write_text(str(error) or type(error).__name__)
+                raise
+            done.write_text("")
+    return path
 
 
 @pytest.fixture(scope="session")
 def repo(tmp_path_factory):
     """(dest, env): a temporary copy of the repository where `dvc repro` ran on data=programs_ci, built once per
-    test run and shared by the pytest-xdist workers (the first to ask builds it under a lock, the others wait).
-    Tests only read it; one that changes it works on `copy_repo_run(dest, ...)`."""
-    import fcntl
-
+    test run and shared by the pytest-xdist workers. Tests only read it; one that changes it works on
+    `copy_repo_run(dest, ...)`."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base   # the workers' common folder
-    dest, done, failed = shared / "repo", shared / "repo.done", shared / "repo.failed"
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline",
            "WANDB_SILENT": "true", "OMP_WAIT_POLICY": "PASSIVE", "DVC_NO_ANALYTICS": "1"}
     for name in ("DVC_ROOT", "PYTEST_XDIST_WORKER", "WANDB_SERVICE"):
         env.pop(name, None)
-    with open(shared / "repo.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if failed.exists():
-            pytest.fail(f"the repo fixture failed in another worker:\n{failed.read_text()}")
-        if not done.exists():
-            try:
-                build_repo(dest, env)
-            except BaseException as error:
-                failed.write_text(str(error))
-                raise
-            done.write_text("")
-    return dest, env
+    return build_once(shared, "repo", lambda dest: build_repo(dest, env)), env
 
 
 def build_repo(dest: Path, env: dict) -> None:
