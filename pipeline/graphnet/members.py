@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.predictions import Predictions
+from pipeline.scoring.metrics import average_ranks
 
 MEMBER_DIR = "seed{member}"         # <models_dir>/gnn/<slug>/seed<member>/model.pt (checkpoint.pt: checkpoints_dir)
 
@@ -33,9 +34,7 @@ def member_dir(model_dir: str | Path, member: int) -> Path:
 
 def rank_normalize(scores: np.ndarray) -> np.ndarray:
     """float64 [configs]: ranks of `scores` scaled to [0, 1] (ties share their mean rank; one config gives 0)."""
-    from scipy.stats import rankdata              # lazily: scipy.stats takes seconds to import
-
-    ranks = rankdata(np.asarray(scores, dtype=np.float64), method="average") - 1.0     # [configs], 0-based
+    ranks = average_ranks(scores) - 1.0                                                # [configs], 0-based
     return ranks / max(len(ranks) - 1, 1)
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from pipeline.files import read_json
 from pipeline.pruned import PrunedGraph
+from pipeline.scoring.metrics import average_ranks
 from pipeline.tpugraphs.schema import MAX_DIMS
 from pipeline.trained import PredictError
 from pipeline.tuning.program import with_configs
@@ -179,15 +180,15 @@ def distance_margins(per_graph: Sequence[tuple[np.ndarray, np.ndarray]], quantil
 def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
     """Does distance predict error? Spearman correlation of |error| with distance, and the error quantile q of
     the nearer and the farther half of the pairs (None for tile or too few pairs)."""
-    from scipy.stats import spearmanr
-
     keep = distances >= 0
     errors, distances = np.asarray(errors)[keep], np.asarray(distances)[keep]
     if len(errors) < 4 or len(np.unique(distances)) < 2:
         return None
     median = float(np.median(distances))
     near, far = errors[distances <= median], errors[distances > median]
-    return {"spearman_abs_error_distance": float(spearmanr(np.abs(errors), distances)[0]),
+    ranks = np.column_stack([average_ranks(np.abs(errors)), average_ranks(distances)])        # [pairs, 2]
+    spearman = float(np.corrcoef(ranks, rowvar=False)[1, 0])        # as scipy.stats.spearmanr computes it, bit for bit
+    return {"spearman_abs_error_distance": spearman,
             "median_distance": median, "max_distance": int(distances.max()),
             "error_q95_near": float(np.quantile(near, 0.95)) if len(near) else None,
             "error_q95_far": float(np.quantile(far, 0.95)) if len(far) else None}

@@ -24,6 +24,41 @@ def test_kendall_tau_all_tied_is_zero():
     assert metrics.kendall_tau([1, 1, 1], [3, 2, 1]) == 0.0
 
 
+def test_kendall_tau_one_config_or_nan_is_zero():
+    assert metrics.kendall_tau([1.0], [2.0]) == 0.0
+    assert metrics.kendall_tau([1.0, np.nan, 3.0], [1.0, 2.0, 3.0]) == 0.0
+
+
+def test_inversions_by_hand():
+    assert metrics._inversions(np.array([0, 1, 2, 3])) == 0
+    assert metrics._inversions(np.array([3, 2, 1, 0])) == 6
+    # [2, 0, 1, 1, 0]: (0,1) (0,2) (0,3) (0,4) (2,4) (3,4) -> 6; equal ranks are no inversion
+    assert metrics._inversions(np.array([2, 0, 1, 1, 0])) == 6
+
+
+def test_kendall_tau_equals_scipy_bit_for_bit():
+    """The numpy tau-b is the value scipy gives, to the last bit, with and without ties (every score in
+    metrics/ and every model selection rests on it)."""
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(0)
+    for case in range(400):
+        n = int(rng.integers(2, 300))
+        x = rng.integers(0, 6, n).astype(float) if case % 2 else rng.normal(size=n)
+        y = rng.integers(0, 4, n).astype(float) if case % 3 == 0 else rng.normal(size=n)
+        expected = kendalltau(x, y).statistic
+        assert metrics.kendall_tau(x, y) == (0.0 if np.isnan(expected) else float(expected)), case
+
+
+def test_average_ranks_by_hand_and_as_scipy():
+    from scipy.stats import rankdata
+
+    assert metrics.average_ranks([3.0, 1.0, 3.0, 2.0]).tolist() == [3.5, 1.0, 3.5, 2.0]
+    assert np.isnan(metrics.average_ranks([1.0, np.nan])).all()
+    values = np.random.default_rng(1).integers(0, 20, 500).astype(float)
+    assert np.array_equal(metrics.average_ranks(values), rankdata(values, method="average"))
+
+
 def test_slowdown_at_k_by_hand():
     scores, runtimes = [0.1, 0.5, 0.2, 0.9], [4.0, 2.0, 3.0, 1.0]
     assert metrics.slowdown_at_k(scores, runtimes, 1) == pytest.approx(3.0)   # picks runtime 4, best 1
@@ -62,3 +97,15 @@ def test_graph_score_rejects_unknown_kind_and_bad_runtimes():
         metrics.graph_score("tiles", [1], [1])
     with pytest.raises(ValueError, match="positive"):
         metrics.slowdown_at_k([1, 2], [0, 1], 1)
+
+
+def test_scoring_does_not_import_scipy_stats():
+    """Every scoring process (each model stage, each GNN member) would pay about a second importing scipy.stats."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pipeline.scoring import metrics; from pipeline.graphnet import members; "
+            "metrics.kendall_tau([1, 2, 3], [3, 1, 2]); members.rank_normalize([1.0, 2.0]); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pipeline.trained import PredictError
-from pipeline.tuning.guard import (ValidSample, distance_margins, error_margin, guard_file, model_guard, move_errors,
-                                   moves_apart, pair_errors, read_guard, trust_region)
+from pipeline.tuning.guard import (ValidSample, distance_evidence, distance_margins, error_margin, guard_file,
+                                   model_guard, move_errors, moves_apart, pair_errors, read_guard, trust_region)
 from pipeline.tuning.search import Guard
 
 
@@ -116,3 +116,18 @@ def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
     assert read_guard(tmp_path, "layout-xla-random", "gnn", "programs_ci:def")["margin"] == 0.1
     with pytest.raises(PredictError, match="no guard for model 'lgbm'"):
         read_guard(tmp_path, "layout-xla-random", "lgbm", "programs_ci:def")
+
+
+def test_distance_evidence_by_hand_and_its_spearman_as_scipy():
+    from scipy.stats import spearmanr
+
+    errors, distances = np.array([0.01, -0.02, 0.05, 0.2, -0.3, 0.1]), np.array([1, 1, 2, 3, 4, -1])
+    evidence = distance_evidence(errors, distances)           # the -1 distance (no measured pair) is dropped
+    # ranks of |error| 1..5 against distance ranks 1.5, 1.5, 3, 4, 5: 9.5 / sqrt(10 * 9.5)
+    assert evidence["spearman_abs_error_distance"] == pytest.approx(9.5 / np.sqrt(10 * 9.5))
+    assert evidence["median_distance"] == 2.0 and evidence["max_distance"] == 4
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        errors, distances = rng.normal(size=200), rng.integers(0, 30, 200)
+        expected = float(spearmanr(np.abs(errors), distances)[0])
+        assert distance_evidence(errors, distances)["spearman_abs_error_distance"] == expected
