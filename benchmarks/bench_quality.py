@@ -1,6 +1,6 @@
 """Model quality over several seeds, for every variant of the settings, side by side in one run (issue #13).
 
-    python benchmarks/bench_quality.py [--tag NAME] [--seeds 3] [--models lgbm gnn ensemble]
+    python benchmarks/bench_quality.py [--tag NAME] [--seeds 3] [--first-seed 0] [--models lgbm gnn ensemble]
         [--collections tile-xla layout-xla-random ...] [--variant NAME=OVERRIDES ...] [COMMON OVERRIDES ...]
 
     # hops 1 vs 2 on the development preset (programs_large), 3 seeds, both model stages and the blend:
@@ -213,6 +213,15 @@ def to_markdown(rows: list[dict], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seed_range(first: int, count: int) -> list[int]:
+    """The run's seeds first..first+count-1 (--first-seed, --seeds): a later run adds seeds to an earlier one's."""
+    if count < 1:
+        raise SystemExit("error: --seeds must be >= 1")
+    if first < 0:
+        raise SystemExit("error: --first-seed must be >= 0")
+    return list(range(first, first + count))
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     from tqdm import tqdm
 
@@ -220,13 +229,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--tag", default="quality", help="name of the result files and the work folder")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per variant (3 or more to decide)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="start the seeds here (K..K+N-1): more seeds for a run that already holds 0..K-1")
     parser.add_argument("--models", nargs="+", default=list(MODEL_STAGES), choices=MODEL_STAGES)
     parser.add_argument("--collections", nargs="+", default=None, help="slugs (default: the preset's)")
     parser.add_argument("--variant", action="append", default=None, help="NAME=OVERRIDES (repeat); default base=")
     parser.add_argument("--keep", action="store_true", help="keep the per-seed folders (models, predictions)")
     args, common = parser.parse_known_args(argv)
-    if args.seeds < 1:
-        raise SystemExit("error: --seeds must be >= 1")
+    seeds = seed_range(args.first_seed, args.seeds)
     variants = [Variant.parse(v) for v in (args.variant or ["base="])]
     if len({v.name for v in variants}) != len(variants):
         raise SystemExit("error: --variant names must be unique")
@@ -238,7 +248,6 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         missing = [m for m in cfg.ensemble.members if m != "heuristic" and m not in models]
         if missing:
             raise SystemExit(f"error: --models ensemble blends {list(cfg.ensemble.members)}; add {missing}")
-    seeds = list(range(args.seeds))
 
     work = RESULTS / args.tag
     shutil.rmtree(work, ignore_errors=True)

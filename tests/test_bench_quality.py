@@ -1,8 +1,8 @@
 """benchmarks/bench_quality.py: the seed protocol's arithmetic (hand-checked) and its refusals."""
 import pytest
 
-from benchmarks.bench_quality import (DEV_PRESET, OVERALL, Variant, aggregate, mean_std, read_result, to_markdown,
-                                      with_dev_data)
+from benchmarks.bench_quality import (DEV_PRESET, OVERALL, Variant, aggregate, mean_std, read_result, seed_range,
+                                      to_markdown, with_dev_data)
 
 
 def cell(valid: float, test: float, seconds: float = 2.0, **extra) -> dict:
@@ -79,6 +79,14 @@ def test_variant_parse():
     for bad in ("nohops", "=prune.hops=2", "d=data.generator.seed=3", "s=synthesize.workers=2"):
         with pytest.raises(SystemExit):
             Variant.parse(bad)
+
+
+def test_seed_range_starts_at_the_first_seed_and_refuses_bad_counts():
+    assert seed_range(0, 3) == [0, 1, 2]
+    assert seed_range(3, 3) == [3, 4, 5]
+    for first, count in ((0, 0), (-1, 3)):
+        with pytest.raises(SystemExit):
+            seed_range(first, count)
 
 
 def test_the_development_preset_is_the_default_data():
