@@ -35,9 +35,10 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
         return np.full(values.shape, np.nan)
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])      # first position of each tie group
+    opens = np.r_[True, ordered[1:] != ordered[:-1]]                       # [n] a tie group starts here
+    starts = np.flatnonzero(opens)                                         # first position of each tie group
     ends = np.r_[starts[1:], values.size]                                  # one past its last
-    group = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1         # [n] group of each sorted position
+    group = np.cumsum(opens) - 1                                           # [n] group of each sorted position
     ranks = np.empty(values.size)
     ranks[order] = 0.5 * (starts + 1 + ends)[group]                        # mean of ranks starts+1 .. ends
     return ranks
