@@ -17,7 +17,6 @@ import numpy as np
 from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS
 from pipeline.predictions import Predictions
 from pipeline.scoring import metrics
-from pipeline.scoring.metrics import average_ranks
 
 WEIGHTINGS = ENSEMBLE_WEIGHTINGS
 TIE_BREAKS = ENSEMBLE_TIE_BREAKS
@@ -28,7 +27,7 @@ def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
     """Rescale one graph's scores to [0, 1] keeping their order: `minmax` or `rank` (ties share a rank)."""
     scores = np.asarray(scores, dtype=np.float64)
     if method == "rank":
-        scores = average_ranks(scores)
+        scores = metrics.average_ranks(scores)
     span = scores.max() - scores.min()
     return (scores - scores.min()) / span if span > 0 else np.zeros_like(scores)
 
