@@ -8,11 +8,16 @@ from pipeline.settings.sections import layout_cost, search_params, tile_search
 from pipeline.synth.programs import ProgramSettings
 
 
+def grids(sizes: Mapping) -> dict:
+    """{grid name: {size key: [values]}} as plain lists."""
+    return {k: {kk: list(vv) for kk, vv in v.items()} for k, v in sizes.items()}
+
+
 def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings:
-    """`data.generator` of builder `programs` and the `synthesize` group."""
+    """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` optional: none by default)."""
     g, s = generator, synthesize
     return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
-                           {k: {kk: list(vv) for kk, vv in v.items()} for k, v in g["sizes"].items()},
+                           grids(g["sizes"]), grids(g.get("tile_sizes") or {}),
                            tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
                            tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
                            float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),

@@ -3,7 +3,8 @@
 Per program of `pipeline.zoo.registry.programs` (source, split, family, size):
 - layout (both searches of its source): the lowered module's layout graph (`pipeline.hlo.featurize`), configs of
   the `random` / `default` search, runtimes = layout cost model x measurement noise;
-- tile (the first `tile_programs[split]` xla programs of a split): `tile_kernels_per_program` distinct fused
+- tile (`tiled_programs`: the first `tile_programs[split]` xla programs of a split, drawn from `sizes` updated by
+  `tile_sizes`, so they may be programs of their own): `tile_kernels_per_program` distinct fused
   kernels of the CPU-compiled module (the largest of a random draw of fusions), tile
   configs, runtimes = tile cost model x noise, normalizers = the compiler default's runtime re-measured per row.
 Every graph also gets its ceiling: the official metric of ranking its configs by the noise-free cost model
@@ -51,6 +52,7 @@ class ProgramSettings:
     seed: int
     programs: Mapping          # {source: {split: count}}
     sizes: Mapping             # {"train"|"test": size grid}
+    tile_sizes: Mapping        # grids replacing `sizes`' for the programs compiled for tile kernels ({}: the same)
     layout_configs: tuple[int, int]
     test_configs: tuple[int, int]
     max_config_nodes: int
@@ -67,6 +69,18 @@ class ProgramSettings:
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:
     return layout_program(parse_module(lowered_text(program.spec, program.size), f"{program.name} (lowered)"))
+
+
+def tiled_programs(s: ProgramSettings) -> list[ZooProgram]:
+    """The programs compiled for tile kernels: the first `tile_programs[split]` xla programs of each split, drawn as
+    the layout programs are but from `sizes` updated by `tile_sizes` (the same programs when `tile_sizes` is empty,
+    so a wider layout grid need not change the tile kernels: docs/decisions.md, issue 27)."""
+    unknown = sorted(set(s.tile_sizes) - set(s.sizes))
+    if unknown:
+        raise KeyError(f"data.generator.tile_sizes: unknown grids {unknown}; expected some of {sorted(s.sizes)}")
+    drawn = programs(s.programs, {**s.sizes, **s.tile_sizes}, s.seed)
+    return [p for split in SPLITS for p in [q for q in drawn if q.source == "xla" and q.split == split]
+            [:int(s.tile_programs.get(split, 0))]]
 
 
 def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram, layout: LayoutProgram,
@@ -159,12 +173,14 @@ def write_tiles(s: ProgramSettings, collection: Collection, program: ZooProgram,
     return rows
 
 
-def program_graphs(s: ProgramSettings, collections: Sequence[Collection], tiled: bool, out: Path,
+def program_graphs(s: ProgramSettings, collections: Sequence[Collection], laid_out: bool, tiled: bool, out: Path,
                    program: ZooProgram) -> list[tuple[str, dict, float]]:
-    """Write every graph of one program under `out`: one per layout collection of its source, and its tile kernels
-    when `tiled`. Returns (collection slug, stats row, ceiling) per graph written, in writing order. Everything it
-    draws is keyed by the program (`graph_rng`), so the graphs do not depend on which process writes them."""
-    mine = [c for c in collections if c.source == program.source and (c.kind == "layout" or tiled)]
+    """Write every graph of one program under `out`: one per layout collection of its source when `laid_out`, and
+    its tile kernels when `tiled`. Returns (collection slug, stats row, ceiling) per graph written, in writing order.
+    Everything it draws is keyed by the program (`graph_rng`), so the graphs do not depend on which process writes
+    them."""
+    wanted = {"layout": laid_out, "tile": tiled}
+    mine = [c for c in collections if c.source == program.source and wanted[c.kind]]
     layout = layout_graph_of(program) if any(c.kind == "layout" for c in mine) else None
     written = []
     for c in mine:
@@ -183,12 +199,12 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
     out = Path(out_dir)
     with atomic_path(out) as tmp:          # replaces out_dir when complete
         parsed = [Collection.parse(c) for c in collections]
-        listed = programs(s.programs, s.sizes, s.seed)
+        laid_out = programs(s.programs, s.sizes, s.seed)
+        tiled = tiled_programs(s)
+        listed = laid_out + [p for p in tiled if p not in laid_out]      # tile-only programs last
         stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}
         scores: dict[str, dict[str, list[float]]] = {c.slug: {split: [] for split in SPLITS} for c in parsed}
-        tiled = {p for split in SPLITS for p in [q for q in listed if q.source == "xla" and q.split == split]
-                 [:int(s.tile_programs.get(split, 0))]}
-        jobs = [(s, parsed, program in tiled, tmp, program) for program in listed]
+        jobs = [(s, parsed, program in laid_out, program in tiled, tmp, program) for program in listed]
         per_program = ordered_map(program_graphs, jobs, min(int(workers), len(jobs)), "synthesize", "program",
                                   progress=progress)
         for program, written in zip(listed, per_program):
@@ -199,8 +215,9 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
         ceiling = {slug: {split: float(np.mean(v)) for split, v in per.items() if v} for slug, per in scores.items()}
         summary = {"kind": "synthetic", "builder": "programs", "synthesized": True, "seed": s.seed,
                    "collections": stats, "ceiling": ceiling,
-                   "programs": [{"name": p.name, "source": p.source, "family": p.family, "split": p.split}
-                                for p in listed]}
+                   "programs": [{"name": p.name, "source": p.source, "family": p.family, "split": p.split,
+                                 "graphs": [kind for kind, made in (("layout", p in laid_out), ("tile", p in tiled))
+                                            if made]} for p in listed]}
         finish(tmp, parsed, summary)
     return summary
 

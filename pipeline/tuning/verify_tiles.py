@@ -1,7 +1,7 @@
 """Stage autotune's tile verification: every built-in test kernel's tile pick timed by the tile cost model.
 
-The kernels are exactly the dataset's tile test kernels (`pipeline.synth.programs.kept_kernels` of the first
-`tile_programs.test` xla test programs: the same draws, and the same kernels skipped for too few tilings).
+The kernels are exactly the dataset's tile test kernels (`pipeline.synth.programs.kept_kernels` of the test
+programs of `tiled_programs`: the same draws, and the same kernels skipped for too few tilings).
 Per kernel, every valid tile size (`pipeline.tuning.tiles`, at most `autotune.tile.max_configs`) is scored by the
 stage's model of the tile collection and guarded by its margin; the noise-free tile cost model
 (`pipeline.costmodel.tile`) times the compiler default, the pick and the oracle (the best of the same tile sizes by
@@ -27,13 +27,15 @@ from pipeline.tuning.scorers import Guide, guide_of
 from pipeline.tuning.tiles import TilePick, pick_tile
 
 
-def test_kernels(cfg: DictConfig, zoo: list) -> list:
-    """The dataset's tile test kernels (TilePrograms) of the built-in test programs `zoo`, in generation order."""
+def test_kernels(cfg: DictConfig, tiled: list | None = None) -> list:
+    """The dataset's tile test kernels (TilePrograms) of the test programs `tiled` (default: every built-in test
+    program compiled for tile kernels, `tiled_programs`), in generation order."""
     from pipeline.settings.programs import program_settings
-    from pipeline.synth.programs import kept_kernels
+    from pipeline.synth.programs import kept_kernels, tiled_programs
 
     s = program_settings(cfg.data.generator, cfg.synthesize)
-    tiled = [p for p in zoo if p.source == "xla"][:int(s.tile_programs.get("test", 0))]
+    if tiled is None:
+        tiled = [p for p in tiled_programs(s) if p.split == "test"]
     return [kernel for program in tiled for kernel, _, _ in kept_kernels(s, program)]
 
 
@@ -67,7 +69,7 @@ def verify_tiles(cfg: DictConfig, s, measured: dict, work_dir: Path, progress: b
     zoo = builtin_test_programs(cfg)
     if not tile_collections or not zoo:
         return {}
-    kernels = test_kernels(cfg, zoo)
+    kernels = test_kernels(cfg)
     search = tile_search(cfg.synthesize.tile_search.min_tile, cfg.synthesize.tile_cost)
     out = {}
     for c in tile_collections:
