@@ -11,6 +11,7 @@ import pytest
 from pipeline.config import compose
 from pipeline.hlo.kernel import TileKernel
 from pipeline.settings.programs import program_settings
+from pipeline.settings_types import SettingsError
 from pipeline.synth.programs import build, largest_kernels, tiled_programs
 from pipeline.tpugraphs.dataset import graph_paths
 from pipeline.zoo.registry import programs
@@ -72,8 +73,13 @@ def test_tile_sizes_draw_the_tile_programs_from_their_own_grid():
                if p.split != "test")
     assert [p for p in tiled_programs(kept) if p.split == "test"] == \
            [p for p in programs(kept.programs, kept.sizes, kept.seed) if p.split == "test" and p.source == "xla"][:1]
-    with pytest.raises(KeyError, match=r"data.generator.tile_sizes: unknown grids \['valid'\]"):
+    with pytest.raises(SettingsError, match=r"^setting data.generator.tile_sizes=\['valid'\]: expected grids among "):
         tiled_programs(ci_settings(tile_sizes={"valid": narrow.sizes["train"]}))
+    cfg = compose(["data=programs_ci"])
+    for bad in ("[1, 2]", "{train: 3}"):
+        with pytest.raises(SettingsError, match=r"^setting data.generator.tile_sizes=.*: expected a mapping of grids"):
+            program_settings(compose(["data=programs_ci", f"+data.generator.tile_sizes={bad}"]).data.generator,
+                             cfg.synthesize)
 
 
 def test_the_default_preset_widens_the_layout_grid_and_keeps_the_tile_grid():
