@@ -7,7 +7,8 @@ before Hydra composes them, so a mistyped key gets that hint instead of Hydra's 
 
 Permissive on purpose: the model constants and search settings under `synthesize` (`search`, `layout_cost`,
 `tile_cost`, `tile_search`: mappings) and `data.generator` (a mapping or null) are checked for their type only;
-their keys belong to the synthetic generator (pipeline/synth), which reads and checks them.
+their keys belong to the synthetic generator (pipeline/synth), which reads them; only the zoo's size grids are
+checked here (`check_generator_grids`).
 
 The choices (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) come from pipeline/choices.py, which the libraries
 that act on them import too, so loading a config imports neither torch nor any stage's library (every stage's DVC
@@ -221,6 +222,7 @@ def validate(cfg: Mapping) -> None:
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
+    check_generator_grids(cfg["data"]["generator"])
 
 
 def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
@@ -262,6 +264,20 @@ def check_synthesized_by(data: Mapping) -> None:
     if list(data["synthesized_by"]) != expected:
         raise SettingsError("data.synthesized_by", data["synthesized_by"],
                             f"{expected} for data.kind={data['kind']} (dvc.yaml runs stage synthesize once per entry)")
+
+
+def check_generator_grids(generator: Mapping | None) -> None:
+    """The zoo's size grids (builder `programs`): `sizes` and the optional `tile_sizes` map grid names to mappings
+    {size key: [values]}, and `tile_sizes` only updates grids `sizes` has (pipeline/synth/programs.py)."""
+    if not isinstance(generator, Mapping) or generator.get("builder") != "programs":
+        return
+    for key, grids in (("sizes", generator.get("sizes")), ("tile_sizes", generator.get("tile_sizes") or {})):
+        if not isinstance(grids, Mapping) or not all(isinstance(g, Mapping) for g in grids.values()):
+            raise SettingsError(f"data.generator.{key}", grids,
+                                "a mapping of grids {train|test: {batch: [...], ...}}")
+    unknown = sorted(set(generator.get("tile_sizes") or {}) - set(generator["sizes"]))
+    if unknown:
+        raise SettingsError("data.generator.tile_sizes", unknown, f"grids among {sorted(generator['sizes'])}")
 
 
 def spec_at(dotted: str):

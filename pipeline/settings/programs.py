@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from pipeline.settings.sections import layout_cost, search_params, tile_search
-from pipeline.settings_types import SettingsError
 from pipeline.synth.programs import ProgramSettings
 
 
-def grids(sizes: object, key: str) -> dict:
-    """{grid name: {size key: [values]}} as plain lists; SettingsError naming data.generator.<key> otherwise."""
-    if not isinstance(sizes, Mapping) or not all(isinstance(v, Mapping) for v in sizes.values()):
-        raise SettingsError(f"data.generator.{key}", sizes, "a mapping of grids {train|test: {batch: [...], ...}}")
+def grids(sizes: Mapping) -> dict:
+    """{grid name: {size key: [values]}} as plain lists (the schema checked the shape: check_generator_grids)."""
     return {k: {kk: list(vv) for kk, vv in v.items()} for k, v in sizes.items()}
 
 
@@ -20,7 +17,7 @@ def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings
     """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` optional: none by default)."""
     g, s = generator, synthesize
     return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
-                           grids(g["sizes"], "sizes"), grids(g.get("tile_sizes") or {}, "tile_sizes"),
+                           grids(g["sizes"]), grids(g.get("tile_sizes") or {}),
                            tuple(g["layout_configs"]), tuple(g["test_configs"]), int(g["max_config_nodes"]),
                            tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
                            float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),

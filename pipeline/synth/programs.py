@@ -34,7 +34,6 @@ from pipeline.hlo.node_features import node_feat_matrix, with_layouts
 from pipeline.scoring.metrics import kendall_tau, tile_score
 from pipeline.featurizer.tile_configs import TileSearch, default_config, tile_configs
 from pipeline.seeds import graph_rng
-from pipeline.settings_types import SettingsError
 from pipeline.synth.common import finish, log_uniform, stats_row
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import SPLITS, Collection
@@ -76,9 +75,6 @@ def tiled_programs(s: ProgramSettings) -> list[ZooProgram]:
     """The programs compiled for tile kernels: the first `tile_programs[split]` xla programs of each split, drawn as
     the layout programs are but from `sizes` updated by `tile_sizes` (the same programs when `tile_sizes` is empty,
     so a wider layout grid need not change the tile kernels: docs/decisions.md, issue 27)."""
-    unknown = sorted(set(s.tile_sizes) - set(s.sizes))
-    if unknown:
-        raise SettingsError("data.generator.tile_sizes", sorted(s.tile_sizes), f"grids among {sorted(s.sizes)}")
     drawn = programs(s.programs, {**s.sizes, **s.tile_sizes}, s.seed)
     return [p for split in SPLITS for p in [q for q in drawn if q.source == "xla" and q.split == split]
             [:int(s.tile_programs.get(split, 0))]]

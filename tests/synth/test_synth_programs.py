@@ -73,13 +73,19 @@ def test_tile_sizes_draw_the_tile_programs_from_their_own_grid():
                if p.split != "test")
     assert [p for p in tiled_programs(kept) if p.split == "test"] == \
            [p for p in programs(kept.programs, kept.sizes, kept.seed) if p.split == "test" and p.source == "xla"][:1]
-    with pytest.raises(SettingsError, match=r"^setting data.generator.tile_sizes=\['valid'\]: expected grids among "):
-        tiled_programs(ci_settings(tile_sizes={"valid": narrow.sizes["train"]}))
-    cfg = compose(["data=programs_ci"])
-    for bad in ("[1, 2]", "{train: 3}"):
-        with pytest.raises(SettingsError, match=r"^setting data.generator.tile_sizes=.*: expected a mapping of grids"):
-            program_settings(compose(["data=programs_ci", f"+data.generator.tile_sizes={bad}"]).data.generator,
-                             cfg.synthesize)
+
+
+def test_the_schema_refuses_bad_size_grids_in_one_line():
+    """Checked when the config loads (pipeline/settings_schema.py), before stage synthesize draws a program."""
+    with pytest.raises(SettingsError, match=r"^setting data.generator.tile_sizes=\['valid'\]: expected grids among "
+                                            r"\['test', 'train'\]$"):
+        compose(["data=programs_ci", "+data.generator.tile_sizes={valid: {batch: [2]}}"])
+    for override, key in (("+data.generator.tile_sizes=[1, 2]", "tile_sizes"),
+                          ("+data.generator.tile_sizes={train: 3}", "tile_sizes"),
+                          ("data.generator.sizes.train=3", "sizes")):
+        with pytest.raises(SettingsError, match=rf"^setting data.generator.{key}=.*: expected a mapping of grids"):
+            compose(["data=programs_ci", override])
+    compose(["data=programs_ci", "+data.generator.tile_sizes=null"])          # no tile grid: allowed
 
 
 def test_the_default_preset_widens_the_layout_grid_and_keeps_the_tile_grid():
