@@ -17,9 +17,10 @@ from typing import Mapping
 
 import numpy as np
 
+from pipeline.errors import PipelineError
 from pipeline.tpugraphs.schema import SPLITS
 from pipeline.zoo import cnn, recurrent, transformer
-from pipeline.zoo.common import Family, Size
+from pipeline.zoo.common import DTYPES, Family, Size
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (*cnn.FAMILIES, *transformer.FAMILIES, *recurrent.FAMILIES)}
 SOURCES: dict[str, tuple[str, ...]] = {"xla": tuple(FAMILIES), "nlp": ("transformer_encoder", "transformer_decoder")}
@@ -47,12 +48,21 @@ def program_name(family: str, size: Size) -> str:
 
 
 def grid_sizes(grid: Mapping) -> list[Size]:
-    """Every Size of a grid {batch: [...], width: [...], depth: [...], extent: [...], dtype: [...]}."""
+    """Every Size of a grid {batch: [...], width: [...], depth: [...], extent: [...], dtype: [...]}; a grid lacking
+    a key or holding a value of the wrong kind is refused in one line (PipelineError naming data.generator.sizes)."""
     missing = [k for k in SIZE_KEYS if k not in grid]
     if missing:
-        raise KeyError(f"data.generator.sizes: grid lacks {missing}; expected keys {list(SIZE_KEYS)}")
-    values = [list(grid[k]) for k in SIZE_KEYS]
-    return [Size(int(b), int(w), int(d), int(e), str(t)) for b, w, d, e, t in itertools.product(*values)]
+        raise PipelineError(f"data.generator.sizes: grid lacks {missing}; expected keys {list(SIZE_KEYS)}")
+    try:
+        values = [list(grid[k]) for k in SIZE_KEYS]
+        sizes = [Size(int(b), int(w), int(d), int(e), str(t)) for b, w, d, e, t in itertools.product(*values)]
+    except (TypeError, ValueError):
+        raise PipelineError(f"data.generator.sizes: expected lists of integers for {list(SIZE_KEYS[:-1])} and of "
+                            f"dtypes for dtype, got {dict(grid)}") from None
+    unknown = sorted({s.dtype for s in sizes} - set(DTYPES))
+    if unknown:
+        raise PipelineError(f"data.generator.sizes: dtype {unknown}; expected among {sorted(DTYPES)}")
+    return sizes
 
 
 def _rng(seed: int, *key: str) -> np.random.Generator:
@@ -70,11 +80,11 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
     out = []
     for source, per_split in counts.items():
         if source not in SOURCES:
-            raise KeyError(f"data.generator.programs: unknown source {source!r}; expected {list(SOURCES)}")
+            raise PipelineError(f"data.generator.programs: unknown source {source!r}; expected {list(SOURCES)}")
         families = SOURCES[source]
         unknown = sorted(set(per_split) - set(SPLITS))
         if unknown:
-            raise KeyError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
+            raise PipelineError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
         pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
         rngs = {split: _rng(seed, "programs", source, split) for split in SPLITS}
         starts = {split: int(rng.integers(len(families))) for split, rng in rngs.items()}
@@ -85,7 +95,7 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
             for i in range(int(n)):
                 family = families[(start + i) % len(families)]
                 if not pool[family]:
-                    raise ValueError(f"data.generator: {source}/{split} asks for {n} programs, more than the "
+                    raise PipelineError(f"data.generator.programs.{source}.{split}: asks for {n} programs, more than the "
                                      f"{SPLIT_GRID[split]} grid holds for {family}")
                 size = pool[family].pop(int(rng.integers(len(pool[family]))))
                 out.append(ZooProgram(program_name(family, size), source, family, split, size))

@@ -1,12 +1,18 @@
 """The registry: at least 8 families, both sources, test programs larger than train programs."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from pipeline.errors import EXIT_BAD_INPUT, PipelineError
 from pipeline.zoo.registry import FAMILIES, SOURCES, grid_sizes, programs
 
 GRIDS = {"train": {"batch": [2, 4], "width": [16, 32], "depth": [1, 2], "extent": [16], "dtype": ["f32", "bf16"]},
          "test": {"batch": [8], "width": [64], "depth": [3], "extent": [16], "dtype": ["f32", "bf16"]}}
+ROOT = Path(__file__).resolve().parents[2]
 COUNTS = {"xla": {"train": 22, "valid": 11, "test": 11}, "nlp": {"train": 4, "valid": 2, "test": 2}}
 
 
@@ -39,20 +45,42 @@ def test_names_unique_across_splits_and_deterministic():
         assert len(names) == len(set(names))
     one_size = {"train": {**GRIDS["train"], "batch": [2], "width": [16], "depth": [1], "dtype": ["f32"]},
                 "test": GRIDS["test"]}
-    with pytest.raises(ValueError, match="more than"):    # one size per family: train takes both, none left for valid
+    with pytest.raises(PipelineError, match="more than"):    # one size per family: train takes both, none left for valid
         programs({"nlp": {"train": 2, "valid": 2}}, one_size, seed=0)
 
 
 def test_grid_and_counts_errors_name_the_key():
     assert len(grid_sizes(GRIDS["train"])) == 16
-    with pytest.raises(KeyError, match="extent"):
+    with pytest.raises(PipelineError, match="extent"):
         grid_sizes({k: v for k, v in GRIDS["train"].items() if k != "extent"})
-    with pytest.raises(ValueError, match="more than"):
+    with pytest.raises(PipelineError, match=r"^data.generator.sizes: expected lists of integers"):
+        grid_sizes({**GRIDS["train"], "batch": ["two"]})
+    with pytest.raises(PipelineError, match=r"^data.generator.sizes: expected lists of integers"):
+        grid_sizes({**GRIDS["train"], "width": 16})
+    with pytest.raises(PipelineError, match=r"^data.generator.sizes: dtype \['f16'\]; expected among"):
+        grid_sizes({**GRIDS["train"], "dtype": ["f32", "f16"]})
+    with pytest.raises(PipelineError, match=r"^data.generator.programs.nlp.test: asks for 5 programs, more than"):
         programs({"nlp": {"test": 5}}, GRIDS, seed=0)
-    with pytest.raises(KeyError, match="source"):
+    with pytest.raises(PipelineError, match="source"):
         programs({"vision": {"train": 1}}, GRIDS, seed=0)
-    with pytest.raises(KeyError, match="unknown splits"):
+    with pytest.raises(PipelineError, match="unknown splits"):
         programs({"nlp": {"training": 1}}, GRIDS, seed=0)
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("+data.generator.programs.tpu={train: 1}", "error: data.generator.programs: unknown source 'tpu'"),
+    ("data.generator.programs.xla.train=100", "error: data.generator.programs.xla.train: asks for 100 programs"),
+    ("data.generator.sizes.train.dtype=[f16]", "error: data.generator.sizes: dtype ['f16']"),
+])
+def test_stage_synthesize_refuses_a_bad_generator_in_one_line(tmp_path, override, expected):
+    """The command a user runs: one error line (after the ad-hoc run's note), exit status 2, no traceback, no npz."""
+    out = tmp_path / "synthetic"
+    done = subprocess.run([sys.executable, "-m", "pipeline.synthesize", "data=programs_ci", override,
+                           f"paths.synthetic_dir={out}"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == EXIT_BAD_INPUT, done.stderr
+    *notes, last = done.stderr.strip().splitlines()
+    assert last.startswith(expected) and all(line.startswith("note: ") for line in notes), done.stderr
+    assert not out.exists() or not any(out.rglob("*.npz"))
 
 
 def test_programs_large_preset_is_a_larger_development_signal():
