@@ -56,10 +56,10 @@ def test_featurize_exits_non_zero_when_no_program_gives_a_graph(tmp_path):
 
 
 @pytest.mark.slow
-def test_featurize_refuses_a_dynamic_shape_in_the_module_header(tmp_path):
+def test_featurize_refuses_an_unbounded_dynamic_shape_in_the_module_header(tmp_path):
     program = tmp_path / "dynamic.hlo.txt"
-    program.write_text(PLAIN_HLO.replace("{(f32[4]{0})", "{(f32[<=4]{0})", 1))
+    program.write_text(PLAIN_HLO.replace("{(f32[4]{0})", "{(f32[?]{0})", 1))
     line = error_line(run_entry("pipeline.featurize", program, "--out", tmp_path / "out"))
-    assert line == (f"error: featurize: {program}:1: expected static dimension sizes (dynamic shapes are not "
-                    f"supported), found 'f32[<=4]'")
+    assert line == (f"error: featurize: {program}:1: expected static or bounded dimension sizes (unbounded dynamic "
+                    f"dimensions '?' are not supported), found 'f32[?]'")
     assert written(tmp_path / "out") == []

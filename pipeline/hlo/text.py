@@ -6,7 +6,8 @@ Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names
 the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped).
 
 A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
-`<source>:<line>: expected <what>, found <what>`. Dynamic dimensions (`<=8`, `?`) are refused.
+`<source>:<line>: expected <what>, found <what>`. A bounded dynamic dimension (`<=8`) reads as its bound, the size XLA
+allocates and its Shape proto (so the official featurizer) holds; an unbounded one (`?`) is refused.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
 _STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0-9]*\[)")
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
+UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -173,8 +175,9 @@ class _Reader:
             raise self.fail(line, "a shape such as f32[8,16]{1,0} or a tuple (...)", text[pos:pos + 40])
         dims = []
         for d in split_top(m.group(2)):
-            if d.startswith("<=") or d == "?":
-                raise self.fail(line, "static dimension sizes (dynamic shapes are not supported)", m.group(0))
+            if d == "?":
+                raise self.fail(line, UNBOUNDED, m.group(0))
+            d = d.removeprefix("<=")        # a bounded dynamic dim: its bound, what XLA's Shape proto holds
             if not d.isdigit():
                 raise self.fail(line, "a dimension size (a non-negative integer)", d)
             dims.append(int(d))
@@ -262,11 +265,9 @@ class _Reader:
         header = numbered[0][1].split(None, 1)
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
-        for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[<=8]{0})->...}
-            if array.group(1) in ELEMENT_TYPES and any(d.strip().startswith("<=") or d.strip() == "?"
-                                                       for d in array.group(2).split(",")):
-                raise self.fail(numbered[0][0], "static dimension sizes (dynamic shapes are not supported)",
-                                array.group(0))
+        for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[?]{0})->...}
+            if array.group(1) in ELEMENT_TYPES and any(d.strip() == "?" for d in array.group(2).split(",")):
+                raise self.fail(numbered[0][0], UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False
         while self.pos < len(self.lines):

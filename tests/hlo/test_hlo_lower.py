@@ -156,8 +156,7 @@ def test_entry_first_still_orders_callees_first():
 
 @pytest.mark.parametrize("old, new, line, expected", [
     ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} erf(d)", 13, "an opcode of the official TpuGraphs list"),
-    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[<=2,3]{1,0} multiply(d, d)", 13, "static dimension sizes"),
-    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[?,3]{1,0} multiply(d, d)", 13, "static dimension sizes"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[?,3]{1,0} multiply(d, d)", 13, "static or bounded dimension sizes"),
     ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} multiply(d, q)", 13, "operands defined in computation"),
     ("to_apply=add_region", "to_apply=nowhere", 15, "a computation defined in the module"),
     ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,0} multiply(d, d", 13, "a complete instruction"),
@@ -173,6 +172,15 @@ def test_errors_name_the_source_and_line(old, new, line, expected):
     message = str(err.value)
     assert message.startswith(f"prog.hlo.txt:{line}: expected {expected}") and "\n" not in message
     assert err.value.line == line
+
+
+def test_a_bounded_dynamic_dimension_is_its_bound():
+    """`f32[<=2,3]` lowers as `f32[2,3]`: same shape, node features and configurable nodes."""
+    bounded = layout_program(parse_module(LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)",
+                                                          "m = f32[<=2,3]{1,0} multiply(d, d)"), "prog.hlo.txt"))
+    static = layout_program(parse_module(LOWERED, "prog.hlo.txt"))
+    assert names(bounded.graph) == names(static.graph)
+    assert bounded.graph.nodes == static.graph.nodes and bounded.config_node_ids == static.config_node_ids
 
 
 def test_truncated_text_is_refused_at_its_end():

@@ -77,10 +77,20 @@ def test_an_empty_operand_is_a_parse_error(jax_hlo):
         parse_module("\n".join(lines), SOURCE)
 
 
-def test_a_dynamic_shape_only_in_the_module_header_is_refused(jax_hlo):
+def test_an_unbounded_dynamic_shape_only_in_the_module_header_is_refused(jax_hlo):
     lines = jax_hlo["lowered"].split("\n")
     assert lines[0].startswith("HloModule") and "f32[8,16]" in lines[0]
-    header = lines[0].replace("f32[8,16]", "f32[<=8,16]", 1)
-    with pytest.raises(HloParseError, match=r"^mutated.hlo.txt:1: expected static dimension sizes \(dynamic "
-                                            r"shapes are not supported\), found 'f32\[<=8,16\]'$"):
+    header = lines[0].replace("f32[8,16]", "f32[?,16]", 1)
+    with pytest.raises(HloParseError, match=r"^mutated.hlo.txt:1: expected static or bounded dimension sizes "
+                                            r"\(unbounded dynamic dimensions '\?' are not supported\), found "
+                                            r"'f32\[\?,16\]'$"):
         parse_module("\n".join([header, *lines[1:]]), SOURCE)
+
+
+def test_a_bounded_dynamic_dimension_reads_as_its_bound(jax_hlo):
+    """`f32[<=8,16]` (XLA's dynamic padder, TensorFlow) is the array XLA allocates: 8 x 16, as the Shape proto holds
+    it; the module parses to the same graph as with static sizes."""
+    static = parse_module(jax_hlo["lowered"], SOURCE)
+    bounded = parse_module(jax_hlo["lowered"].replace("f32[8,16]", "f32[<=8,16]"), SOURCE)
+    assert jax_hlo["lowered"].count("f32[8,16]") >= 2
+    assert bounded == static
