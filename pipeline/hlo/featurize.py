@@ -15,6 +15,7 @@ Layout graphs are most faithful from unoptimised text (`.lower(...).as_text(dial
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,13 +60,18 @@ class TileProgram:
 
 
 def parse_module(text: str, source: str = "<text>") -> HloModule:
-    """Parse HLO module text and check everything the graph needs (opcodes, names, attributes).
+    """Parse HLO module text and check everything the graph needs (names, attributes); opcodes newer than the
+    dataset's table become id 0 with one note on stderr.
 
     Raises:
         HloParseError: one line, `<source>:<line>: expected ..., found ...`.
     """
     module = parse_text(text, source)
-    build_graph(module)
+    unknown = build_graph(module).unknown_opcodes
+    if unknown:
+        listed = ", ".join(f"{name} x{count}" for name, count in sorted(unknown.items()))
+        print(f"note: {source}: opcodes outside the dataset's table ({listed}) get opcode id 0, as the official "
+              f"extractor writes them", file=sys.stderr)
     return module
 
 

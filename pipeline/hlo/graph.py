@@ -112,6 +112,7 @@ class HloGraph:
 
     nodes: list[HloNode]
     splits: list[int] = field(default_factory=lambda: [0])
+    unknown_opcodes: dict[str, int] = field(default_factory=dict)   # opcode name -> instructions given id 0
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -4,6 +4,8 @@
   otherwise, which is how XLA prints and serialises a module), instructions in text order (a stable topological
   sort fixes any forward reference). Called computations are therefore inlined: a fusion, while, conditional,
   call or reduce is one node of its own, and the instructions of the computations it calls are nodes too.
+- Opcodes: the dataset's ids; one newer than its table (`erf`, `topk`) is id 0, as the official extractor writes
+  it (`HloGraph.unknown_opcodes` counts them by name).
 - Edges: per node, its distinct operands in operand order, then one edge to the root of each computation it calls.
 - node_splits: 0, then the running node count after every computation whose name contains "cluster", "while" or
   "cond", then the node count (the official rule).
@@ -151,21 +153,20 @@ def _build_graph(module: HloModule, root: str | None) -> HloGraph:
         for inst in insts:
             ids[comp.name, inst.name] = len(ids)
     root_ids = {comp.name: ids[comp.name, comp.root.name] for comp, _ in ordered}
-    nodes, splits = [], [0]
+    nodes, splits, unknown = [], [0], {}
     for comp, insts in ordered:
         by_name = {i.name: i for i in insts}
         root_name = comp.root.name
         for inst in insts:
-            if inst.opcode not in op.OPCODE_IDS:
-                raise _fail(module, inst, "an opcode of the official TpuGraphs list (pipeline/hlo/opcodes.py)",
-                            inst.opcode)
+            if inst.opcode not in op.OPCODE_IDS:         # newer than the dataset (erf, topk, ...): id 0, as the
+                unknown[inst.opcode] = unknown.get(inst.opcode, 0) + 1      # official extractor writes it
             operands = [by_name[n] for n in inst.operands]
             called = tuple(root_ids[name] for name in callees(module, inst))
-            nodes.append(HloNode(opcode=op.OPCODE_IDS[inst.opcode], operands=tuple(ids[comp.name, n] for n in
+            nodes.append(HloNode(opcode=op.OPCODE_IDS.get(inst.opcode, op.UNKNOWN_OPCODE), operands=tuple(ids[comp.name, n] for n in
                                                                                    inst.operands),
                                  is_root=inst.name == root_name, called_roots=called, name=inst.name,
                                  computation=comp.name,
                                  **_shape_fields(inst.shape), **_node_fields(module, inst, operands)))
         if any(marker in comp.name for marker in SPLIT_MARKERS):
             splits.append(len(nodes))
-    return HloGraph(nodes, splits)
+    return HloGraph(nodes, splits, unknown)

@@ -8,6 +8,7 @@ from pipeline.tpugraphs.opcodes import OPCODE_IDS, OPCODE_NAMES, opcode_id
 
 __all__ = ["OPCODE_IDS", "OPCODE_NAMES", "opcode_id"]   # the table, re-exported for `op.OPCODE_IDS[...]`
 
+UNKNOWN_OPCODE = 0      # an opcode outside the dataset's table (newer XLA): the id the official extractor writes
 ABS = OPCODE_IDS["abs"]
 ADD = OPCODE_IDS["add"]
 BITCAST = OPCODE_IDS["bitcast"]
