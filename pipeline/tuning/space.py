@@ -9,6 +9,7 @@ the JSON objects the autotune tool writes (names as in the HLO text).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -53,18 +54,23 @@ class LayoutSpace:
     def n_nodes(self) -> int:
         return len(self.node_config_ids)
 
-    @property
+    @functools.cached_property
     def n_choices(self) -> np.ndarray:
-        """int64 [NC, 3]: choices per block (1 + rank! where it applies, else 1)."""
+        """int64 [NC, 3]: choices per block (1 + rank! where it applies, else 1); computed once (searches read it per
+        block, and a real program has tens of thousands of blocks)."""
         out = np.ones_like(self.ranks)
         for (k, b), rank in np.ndenumerate(self.ranks):
             if rank:
                 out[k, b] = 1 + len(permutations(int(rank)))
         return out
 
+    @functools.cached_property
+    def _free(self) -> np.ndarray:
+        return np.argwhere(self.n_choices > 1)
+
     def free_blocks(self) -> np.ndarray:
         """int64 [F, 2]: (node position, block) of every block with more than one choice."""
-        return np.argwhere(self.n_choices > 1)
+        return self._free.copy()
 
     def default(self, n: int = 1) -> np.ndarray:
         """int16 [n, NC, 3]: the compiler default, n times."""
