@@ -162,8 +162,8 @@ def _build_graph(module: HloModule, root: str | None) -> HloGraph:
                 unknown[inst.opcode] = unknown.get(inst.opcode, 0) + 1      # official extractor writes it
             operands = [by_name[n] for n in inst.operands]
             called = tuple(root_ids[name] for name in callees(module, inst))
-            nodes.append(HloNode(opcode=op.OPCODE_IDS.get(inst.opcode, op.UNKNOWN_OPCODE), operands=tuple(ids[comp.name, n] for n in
-                                                                                   inst.operands),
+            nodes.append(HloNode(opcode=op.OPCODE_IDS.get(inst.opcode, op.UNKNOWN_OPCODE),
+                                 operands=tuple(ids[comp.name, n] for n in inst.operands),
                                  is_root=inst.name == root_name, called_roots=called, name=inst.name,
                                  computation=comp.name,
                                  **_shape_fields(inst.shape), **_node_fields(module, inst, operands)))

@@ -95,8 +95,8 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
             for i in range(int(n)):
                 family = families[(start + i) % len(families)]
                 if not pool[family]:
-                    raise PipelineError(f"data.generator.programs.{source}.{split}: asks for {n} programs, more than the "
-                                     f"{SPLIT_GRID[split]} grid holds for {family}")
+                    raise PipelineError(f"data.generator.programs.{source}.{split}: asks for {n} programs, more "
+                                        f"than the {SPLIT_GRID[split]} grid holds for {family}")
                 size = pool[family].pop(int(rng.integers(len(pool[family]))))
                 out.append(ZooProgram(program_name(family, size), source, family, split, size))
     return out
