@@ -57,7 +57,7 @@ def test_a_program_without_configurable_nodes_is_refused_in_one_line():
         LayoutSpace.of(program.graph, program.config_node_ids, "plain.hlo.txt")
 
 
-def test_a_long_program_is_searched_in_linear_time():
+def test_a_long_program_is_searched_in_linear_time(monkeypatch):
     """The choices per block are computed once, not per block read: `random` over a program of 600 configurable
     nodes reads the table 1200 times (it took minutes at 12k nodes when every read rebuilt it)."""
     space = space_of(DOT_RESHAPE)
@@ -67,19 +67,11 @@ def test_a_long_program_is_searched_in_linear_time():
     assert space.free_blocks().tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
     body = "\n".join(f"  r{i} = f32[4,8]{{1,0}} reshape(f32[8,4]{{1,0}} {'p' if i == 0 else f'q{i - 1}'})\n"
                      f"  q{i} = f32[8,4]{{1,0}} reshape(f32[4,8]{{1,0}} r{i})" for i in range(300))
-    long = LayoutSpace.of(*_graph_and_ids(f"HloModule long\n\nENTRY main {{\n  p = f32[8,4]{{1,0}} parameter(0)\n"
-                                          f"{body}\n  ROOT out = f32[8,4]{{1,0}} copy(q299)\n}}\n"), "long")
+    long = space_of(f"HloModule long\n\nENTRY main {{\n  p = f32[8,4]{{1,0}} parameter(0)\n{body}\n"
+                    f"  ROOT out = f32[8,4]{{1,0}} copy(q299)\n}}\n")
     assert long.n_nodes == 600 and len(long.free_blocks()) == 1200
     calls = []
     original = np.ndenumerate
-    np.ndenumerate = lambda a: calls.append(1) or original(a)
-    try:
-        draws = long.random(8, 0.5, np.random.default_rng(0))
-    finally:
-        np.ndenumerate = original
+    monkeypatch.setattr(np, "ndenumerate", lambda a: calls.append(1) or original(a))
+    draws = long.random(8, 0.5, np.random.default_rng(0))
     assert draws.shape == (8, 600, 3) and len(calls) <= 1
-
-
-def _graph_and_ids(text: str):
-    program = layout_program(parse_module(text, "long.hlo.txt"))
-    return program.graph, program.config_node_ids
