@@ -98,12 +98,12 @@ def test_by_search_entries_must_cover_the_configured_collections():
 
 def test_prune_hops_by_search_needs_each_layout_search_but_no_tile_entry():
     with pytest.raises(SettingsError, match=r"setting prune.hops=.*missing \['default'\]"):
-        compose(["~prune.hops.default"])                              # conf holds {random: 2, default: 1}
+        compose(["~prune.hops.default"])                              # conf holds {random: 1, default: 1}
     with pytest.raises(SettingsError, match=r"setting prune.hops.random=-2: expected an integer >= 0"):
         compose(["prune.hops={random: -2, default: 1}"])
     cfg = compose(["prune.hops={random: all, default: 2}"])          # tile-xla configured, no tile entry needed
     assert dict(cfg.prune.hops) == {"random": "all", "default": 2}
-    assert dict(compose().prune.hops) == {"random": 2, "default": 1}           # the measured default
+    assert dict(compose().prune.hops) == {"random": 1, "default": 1}           # the measured default
     assert compose(["prune.hops=2"]).prune.hops == 2                 # a plain value still works
 
 
