@@ -8,7 +8,8 @@ evaluations or `time_limit_s` (candidates past either score +inf) and tracks the
   `local_share` of a batch mutates the best candidate (local search) and the rest are uniform per-node crossovers
   of two tournament-picked members of the population (the `population` best so far), mutated;
 - `local`: evolution with local_share 1 (a batched hill climb from the best);
-- `coordinate`: steepest descent: every single-block change of the current candidate, then the improving changes
+- `coordinate`: steepest descent: every single-block change of the current candidate (built and scored one batch
+  at a time), then the improving changes
   of distinct blocks combined best first (the first 1..`combos` of them, then doubling up to all), the best of all
   taken; until nothing improves;
 - `random`: the budget spent on random candidates (the baseline).
@@ -175,19 +176,29 @@ def prefix_lengths(n: int, combos: int) -> list[int]:
     return lengths
 
 
+def single_changes(objective: Objective, current: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """(moves int64 [N, 3], their scores [N]) of every single-block change of `current`, scored `chunk` rows at a
+    time (memory chunk x NC x 3, not N x NC x 3); once the objective is exhausted the rest score +inf."""
+    moves = objective.space.moves(current)
+    scores = np.full(len(moves), np.inf)
+    for lo in range(0, len(moves), chunk):
+        if objective.exhausted:
+            break
+        scores[lo:lo + chunk] = objective(objective.space.apply_moves(current, moves[lo:lo + chunk]))
+    return moves, scores
+
+
 def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> None:
-    space = objective.space
     current = np.asarray(start, dtype=np.int16)
     score = float(objective(current[None])[0])
     while not objective.exhausted:
-        rows, moves = space.neighbours(current)
-        singles = objective(rows)
+        moves, singles = single_changes(objective, current, s.batch)
         picked, seen = [], set()
         for i in np.argsort(singles, kind="stable"):
             if singles[i] >= score:
                 break
-            if tuple(moves[i]) not in seen:
-                seen.add(tuple(moves[i]))
+            if tuple(moves[i, :2]) not in seen:
+                seen.add(tuple(moves[i, :2]))
                 picked.append(i)
         if not picked:
             return
@@ -195,8 +206,8 @@ def coordinate(objective: Objective, s: SearchSettings, start: np.ndarray) -> No
         combos = np.repeat(current[None], len(lengths), axis=0)                 # [J, NC, 3]
         for j, length in enumerate(lengths):
             for i in picked[:length]:
-                k, b = moves[i]
-                combos[j, k, b] = rows[i, k, b]
+                k, b, choice = moves[i]
+                combos[j, k, b] = choice
         combo_scores = objective(combos)
         best = int(np.argmin(combo_scores))
         if combo_scores[best] >= score:

@@ -154,15 +154,19 @@ class LayoutSpace:
                 child[k, b] = (child[k, b] + rng.integers(1, counts[k, b])) % counts[k, b]
         return children
 
-    def neighbours(self, candidate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every single-block change of candidate [NC, 3]: (candidates int16 [N, NC, 3], their (k, b) [N, 2])."""
-        rows, moves = [], []
+    def moves(self, candidate: np.ndarray) -> np.ndarray:
+        """int64 [N, 3]: every single-block change (k, b, choice) of candidate [NC, 3], free blocks in order, choices
+        ascending (memory N x 3: a real program has hundreds of thousands of them)."""
+        parts = [np.zeros((0, 3), dtype=np.int64)]
         for k, b in self.free_blocks():
-            for choice in range(int(self.n_choices[k, b])):
-                if choice != candidate[k, b]:
-                    rows.append((k, b, choice))
-        out = np.repeat(np.asarray(candidate, dtype=np.int16)[None], len(rows), axis=0)   # [N, NC, 3]
-        for i, (k, b, choice) in enumerate(rows):
-            out[i, k, b] = choice
-            moves.append((k, b))
-        return out, np.asarray(moves, dtype=np.int64).reshape(-1, 2)
+            choices = np.arange(int(self.n_choices[k, b]), dtype=np.int64)
+            choices = choices[choices != candidate[k, b]]
+            parts.append(np.column_stack([np.full(len(choices), k), np.full(len(choices), b), choices]))
+        return np.concatenate(parts)
+
+    def apply_moves(self, candidate: np.ndarray, moves: np.ndarray) -> np.ndarray:
+        """int16 [M, NC, 3]: candidate with each of moves [M, 3] (k, b, choice) applied alone."""
+        moves = np.asarray(moves, dtype=np.int64).reshape(-1, 3)                         # [M, 3]
+        out = np.repeat(np.asarray(candidate, dtype=np.int16)[None], len(moves), axis=0)  # [M, NC, 3]
+        out[np.arange(len(moves)), moves[:, 0], moves[:, 1]] = moves[:, 2]
+        return out

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from tuning_hlo import RESHAPES, space_of
 
-from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
+from pipeline.tuning.search import Guard, Objective, SearchResult, SearchSettings, guard, run_search
 
 SETTINGS = SearchSettings("evolution", batch=64, population=16, local_share=0.5, mutation_extra=0.5,
                           random_default_prob=0.5, combos=8, time_limit_s=60.0)
@@ -40,6 +40,18 @@ def test_search_finds_the_known_optimum_within_the_budget(problem, algorithm, bu
     assert np.array_equal(result.candidate, target)
     assert result.score == pytest.approx(-0.01 * stub.base)
     assert result.evaluations <= budget and stub.rows == result.evaluations
+
+
+def test_coordinate_descent_builds_single_changes_one_batch_at_a_time(problem, monkeypatch):
+    """8 free blocks x 24 other choices = 192 single changes per step: never materialised at once (a real
+    program has hundreds of thousands, each a copy of the whole candidate)."""
+    space, target = problem
+    built = []
+    call = Objective.__call__
+    monkeypatch.setattr(Objective, "__call__", lambda self, rows: built.append(len(rows)) or call(self, rows))
+    result = run_search(space, Stub(space, target), SETTINGS, 3000, np.random.default_rng(0), algorithm="coordinate")
+    assert np.array_equal(result.candidate, target)
+    assert max(built) <= SETTINGS.batch and len(space.moves(space.default()[0])) > SETTINGS.batch
 
 
 def test_random_search_spends_exactly_the_budget_and_finds_less(problem):

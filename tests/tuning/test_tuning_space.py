@@ -46,9 +46,13 @@ def test_mutations_change_blocks_and_neighbours_cover_every_single_change():
     rng = np.random.default_rng(0)
     children = space.mutate(space.default(50), 0.0, rng)
     assert ((children != 0).sum(axis=(1, 2)) == 1).all()           # exactly one block changed
-    rows, moves = space.neighbours(space.default()[0])
+    moves = space.moves(space.default()[0])
+    rows = space.apply_moves(space.default()[0], moves)
     assert len(rows) == 8 * 24 and len(moves) == len(rows)         # 8 free blocks x 24 other choices
     assert len(np.unique(rows.reshape(len(rows), -1), axis=0)) == len(rows)
+    assert ((rows != 0).sum(axis=(1, 2)) == 1).all()                # each a single change of the default
+    k, b, choice = moves[5]
+    assert rows[5, k, b] == choice and choice != 0
 
 
 def test_a_program_without_configurable_nodes_is_refused_in_one_line():
