@@ -9,9 +9,8 @@ evaluations or `time_limit_s` (candidates past either score +inf) and tracks the
   of two tournament-picked members of the population (the `population` best so far), mutated;
 - `local`: evolution with local_share 1 (a batched hill climb from the best);
 - `coordinate`: steepest descent: every single-block change of the current candidate (built and scored one batch
-  at a time), then the improving changes
-  of distinct blocks combined best first (the first 1..`combos` of them, then doubling up to all), the best of all
-  taken; until nothing improves;
+  at a time), then the improving changes of distinct blocks combined best first (the first 1..`combos` of them,
+  then doubling up to all), the best of all taken; until nothing improves;
 - `random`: the budget spent on random candidates (the baseline).
 """
 from __future__ import annotations
