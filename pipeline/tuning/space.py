@@ -157,12 +157,12 @@ class LayoutSpace:
     def moves(self, candidate: np.ndarray) -> np.ndarray:
         """int64 [N, 3]: every single-block change (k, b, choice) of candidate [NC, 3], free blocks in order, choices
         ascending (memory N x 3: a real program has hundreds of thousands of them)."""
-        parts = [np.zeros((0, 3), dtype=np.int64)]
-        for k, b in self.free_blocks():
-            choices = np.arange(int(self.n_choices[k, b]), dtype=np.int64)
-            choices = choices[choices != candidate[k, b]]
-            parts.append(np.column_stack([np.full(len(choices), k), np.full(len(choices), b), choices]))
-        return np.concatenate(parts)
+        free = self.free_blocks()                                                    # [F, 2] (k, b)
+        counts = self.n_choices[free[:, 0], free[:, 1]]                              # [F]
+        blocks = np.repeat(free, counts, axis=0)                                     # [sum counts, 2]
+        choices = np.arange(len(blocks)) - np.repeat(np.cumsum(counts) - counts, counts)
+        every = np.column_stack([blocks, choices]).astype(np.int64)                  # [sum counts, 3]
+        return every[every[:, 2] != np.asarray(candidate)[every[:, 0], every[:, 1]]]
 
     def apply_moves(self, candidate: np.ndarray, moves: np.ndarray) -> np.ndarray:
         """int16 [M, NC, 3]: candidate with each of moves [M, 3] (k, b, choice) applied alone."""
