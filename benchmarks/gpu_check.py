@@ -5,8 +5,9 @@ nccl, inference, CPU/GPU agreement and determinism, with figures written to benc
 
 Graphs: one layout graph generated in memory at real size (benchmarks/bench_gnn.make_graph: --nodes nodes,
 --graph-configs configs), its k-hop pruned version (prune.hops from conf) for gnn.mode=pruned, the whole graph for
-GST (conf gnn=gst's segments). Every case reports configs/s (and configs x nodes / s) and peak memory; the CPU
-reference runs the same model for a few steps so that the GPU/CPU ratio is measured in the same run.
+GST (conf gnn=gst's segments), and a tile kernel graph (bench_scale's tile case). Every case reports configs/s
+(and configs x nodes / s) and peak memory; the CPU reference runs the same model for a few steps so that the
+GPU/CPU ratio is measured in the same run.
 Checks (each a line of the report, and a non-zero exit when one fails):
 - CPU vs GPU: the same weights score the same configs in fp32 within a relative tolerance, same ranking order
   (Kendall tau >= 0.99);
@@ -31,6 +32,7 @@ import torch
 
 from pipeline.errors import run_main  # noqa: E402
 from benchmarks.bench_gnn import bench_hops, make_graph, prune
+from benchmarks.bench_scale import TILE_NODES, tile_graph
 from benchmarks.common import ranking_agreement
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
@@ -147,6 +149,38 @@ def agreement(graph, gnn, n: int) -> dict:
             "deterministic_bitwise": bool(np.array_equal(det[0], det[1]))}
 
 
+def tile_rate(gnn, steps: int, device: torch.device, amp: bool) -> dict:
+    """The tile model (a TILE_NODES-node kernel graph, as bench_scale's tile case): median training step of
+    gnn.configs_per_graph.tile configs after one warm-up, and inference configs/s over the graph's configs."""
+    graph = tile_graph(TILE_NODES, 1000)
+    torch.manual_seed(0)
+    model = build_model(model_spec(gnn, Collection.parse("tile:xla"), graph.node_feat.shape[1])).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    k, rng, tensors, times = int(gnn.configs_per_graph.tile), np.random.default_rng(0), graph_tensors(graph), []
+    tensors = tensors.to(device)
+    for _ in range(steps + 1):
+        rows = sample_configs(graph, k, rng)
+        configs, target = config_batch("tile", graph, rows).to(device), runtimes(graph, rows).to(device)
+        sync(device)
+        tic = time.perf_counter()
+        opt.zero_grad()
+        with autocast(device, amp):
+            scores = model(tensors, configs)
+        ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin), float(gnn.min_gap)).backward()
+        opt.step()
+        sync(device)
+        times.append(time.perf_counter() - tic)
+    model.eval()
+    batches = np.array_split(np.arange(graph.n_kept), max(1, graph.n_kept // int(gnn.infer_batch)))
+    sync(device)
+    tic = time.perf_counter()
+    with torch.no_grad(), autocast(device, amp):
+        for rows in batches:
+            model(tensors, config_batch("tile", graph, rows).to(device)).float().cpu()
+    return {"nodes": graph.n_nodes, "configs": k, "step_s": float(np.median(times[1:])),
+            "infer_configs_per_s": graph.n_kept / (time.perf_counter() - tic)}
+
+
 def ddp_worker(args) -> None:
     """Run under torchrun: a few DDP training steps on the pruned tiny graph; rank 0 prints a JSON line."""
     import torch.distributed as dist
@@ -211,9 +245,12 @@ def gpu_extrapolation(result: dict) -> list[str]:
     unit = dict(json.loads(scale.read_text())["rates"])
     unit["train_config_nodes_per_s"] = result["train"]["cuda train"]["config_nodes_per_s"]
     unit["infer_config_nodes_per_s"] = result["infer"]["cuda"]["configs_per_s"] * result["pruned_nodes"]
+    unit["tile_step_s"] = result["tile"]["cuda"]["step_s"]
+    unit["tile_infer_configs_per_s"] = result["tile"]["cuda"]["infer_configs_per_s"]
     sizes = OmegaConf.to_container(OmegaConf.load(Path(__file__).parent / "dataset_sizes.yaml"))
     return extrapolation_table(extrapolate(unit, sizes, compose(["gnn=kaggle"])),
-                               "one GPU for gnn (rates above), prune and lgbm at the CPU rates of scale.md")
+                               "one GPU for gnn (rates above, the tile model's too), "
+                               "prune and lgbm at the CPU rates of scale.md")
 
 
 def markdown(result: dict, args) -> str:
@@ -230,6 +267,10 @@ def markdown(result: dict, args) -> str:
     for name, r in result["infer"].items():
         lines.append(f"| inference, {name} | {result['pruned_nodes']} | - | - | {r['configs_per_s']:.1f} | "
                      f"{r['configs_per_s'] * result['pruned_nodes']:.0f} | {r['peak_mb']:.0f} |")
+    tile = [f"{name} training step of {r['configs']} configs {r['step_s']:.4f} s, inference "
+            f"{r['infer_configs_per_s']:.0f} configs/s" for name, r in result["tile"].items()]
+    lines += ["", f"Tile model (gnn=kaggle) on a generated kernel graph of {result['tile']['cpu']['nodes']} nodes: "
+              + "; ".join(tile) + "."]
     if "cuda train" in result["train"]:
         lines += ["", f"GPU / CPU (same run): training "
                   f"{result['train']['cuda train']['config_nodes_per_s'] / result['train']['cpu']['config_nodes_per_s']:.1f}x, "
@@ -276,7 +317,8 @@ def main(argv=None) -> None:
     result = {"device": "CPU only" if args.cpu_only else torch.cuda.get_device_name(0), "nodes": whole.n_nodes,
               "pruned_nodes": pruned.n_nodes, "hidden": int(cfg.gnn.hidden),
               "train": {"cpu": train_rate(pruned, cfg.gnn, min(k, 16), 2, cpu, False)},
-              "infer": {"cpu": infer_rate(pruned, cfg.gnn, int(cfg.gnn.infer_batch), cpu, False)}}
+              "infer": {"cpu": infer_rate(pruned, cfg.gnn, int(cfg.gnn.infer_batch), cpu, False)},
+              "tile": {"cpu": tile_rate(cfg.gnn, 2, cpu, False)}}
     print(json.dumps(result), flush=True)
     if not args.cpu_only:
         cuda = torch.device("cuda")
@@ -284,6 +326,7 @@ def main(argv=None) -> None:
         result["train"]["cuda train"] = train_rate(pruned, cfg.gnn, k, args.steps, cuda, True)
         result["train"]["cuda GST (whole graph)"] = train_rate(whole, gst_cfg.gnn, k, args.gst_steps, cuda, True, gst)
         result["infer"]["cuda"] = infer_rate(pruned, cfg.gnn, args.graph_configs, cuda, True)
+        result["tile"]["cuda"] = tile_rate(cfg.gnn, args.steps, cuda, True)
         result["agreement"] = agreement(pruned, cfg.gnn, int(cfg.gnn.infer_batch))
         print(json.dumps(result), flush=True)
     result["ddp"] = run_ddp(args.cpu_only, args.tiny)

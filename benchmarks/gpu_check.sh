@@ -8,7 +8,9 @@
 #
 # Python: $PYTHON if set, else .venv/bin/python when present, else python3. When that interpreter has no torch, a
 # venv is created in .venv-gpu and requirements.txt installed into it (needs network; torch==2.13.0 from PyPI is
-# the CUDA build on Linux x86_64, so the same pin serves CPU and GPU).
+# the CUDA build on Linux x86_64, so the same pin serves CPU and GPU). Offline, with a python that has CUDA torch:
+# the check needs hydra-core, omegaconf and antlr4-python3-runtime beside it (`pip wheel --no-deps` them elsewhere,
+# `pip install --no-index --target DIR` there, PYTHONPATH=DIR); so it ran on an H200 (docs/results.md, "Scale").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-}"

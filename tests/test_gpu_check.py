@@ -24,6 +24,7 @@ def test_gpu_check_cpu_only_tiny(tmp_path):
     assert "Device: CPU only" in text and "| train, cpu |" in text and "| inference, cpu |" in text
     assert "- [x] DDP ran (gloo)" in text and "- [x] training losses finite" in text
     assert "GPU figures not measured in this run" in text
+    assert "Tile model (gnn=kaggle) on a generated kernel graph of 40 nodes: cpu training step of" in text
 
 
 def test_checks_flag_disagreement_and_failed_ddp():
