@@ -40,6 +40,7 @@ from benchmarks.scale_model import extrapolate, extrapolation_table, rates
 from pipeline.errors import run_main
 from pipeline.config import compose, prune_hops, split_overrides
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
+from pipeline.graphnet.infer import autocast
 from pipeline.tpugraphs.schema import CONFIG_FEAT_DIM, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SPLITS
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import build_model
@@ -128,30 +129,42 @@ def tile_graph(n_nodes: int, n_configs: int, seed: int = 0) -> PrunedGraph:
                        config_inverse=np.arange(n_configs))
 
 
-def tile_case(args: tuple) -> dict:
-    """Tile model (gnn=kaggle): median training step of gnn.configs_per_graph.tile configs, inference configs/s."""
-    graph, gnn, steps, threads = args
-    torch.set_num_threads(threads)
+def tile_rates(graph: PrunedGraph, gnn, steps: int, device: torch.device, amp: bool = False) -> dict:
+    """Tile model (gnn=kaggle) on `device`: median training step of gnn.configs_per_graph.tile configs after one
+    warm-up, and inference configs/s over the graph's configs (bf16 autocast with `amp`; gpu_check's tile case)."""
     torch.manual_seed(0)
-    model = build_model(model_spec(gnn, Collection.parse("tile:xla"), graph.node_feat.shape[1]))
+    model = build_model(model_spec(gnn, Collection.parse("tile:xla"), graph.node_feat.shape[1])).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     k, rng, tensors, times = int(gnn.configs_per_graph.tile), np.random.default_rng(0), graph_tensors(graph), []
+    tensors = tensors.to(device)
     for _ in range(steps + 1):
         rows = sample_configs(graph, k, rng)
+        configs, target = config_batch("tile", graph, rows).to(device), runtimes(graph, rows).to(device)
+        sync(device)
         tic = time.perf_counter()
         opt.zero_grad()
-        loss = ranking_loss(str(gnn.loss), model(tensors, config_batch("tile", graph, rows)),
-                            runtimes(graph, rows), float(gnn.margin), float(gnn.min_gap))
-        loss.backward()
+        with autocast(device, amp):
+            scores = model(tensors, configs)
+        ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin), float(gnn.min_gap)).backward()
         opt.step()
+        sync(device)
         times.append(time.perf_counter() - tic)
     model.eval()
+    batches = np.array_split(np.arange(graph.n_kept), max(1, graph.n_kept // int(gnn.infer_batch)))
+    sync(device)
     tic = time.perf_counter()
-    with torch.no_grad():
-        for rows in np.array_split(np.arange(graph.n_kept), max(1, graph.n_kept // int(gnn.infer_batch))):
-            model(tensors, config_batch("tile", graph, rows))
+    with torch.no_grad(), autocast(device, amp):
+        for rows in batches:
+            model(tensors, config_batch("tile", graph, rows).to(device)).float().cpu()
     return {"nodes": graph.n_nodes, "configs": k, "step_s": float(np.median(times[1:])),
             "infer_configs_per_s": graph.n_kept / (time.perf_counter() - tic)}
+
+
+def tile_case(args: tuple) -> dict:
+    """`tile_rates` on the CPU with `threads` torch threads (run_isolated's worker)."""
+    graph, gnn, steps, threads = args
+    torch.set_num_threads(threads)
+    return tile_rates(graph, gnn, steps, torch.device("cpu"))
 
 
 def lgbm_case(args: tuple) -> dict:

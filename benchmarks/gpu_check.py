@@ -32,7 +32,7 @@ import torch
 
 from pipeline.errors import run_main  # noqa: E402
 from benchmarks.bench_gnn import bench_hops, make_graph, prune
-from benchmarks.bench_scale import TILE_NODES, tile_graph
+from benchmarks.bench_scale import TILE_NODES, tile_graph, tile_rates
 from benchmarks.common import ranking_agreement
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
@@ -147,38 +147,6 @@ def agreement(graph, gnn, n: int) -> dict:
             "cpu_gpu_tau": ranking_agreement(cpu_scores, first),
             "repeat_max_rel": float(np.abs(first - second).max() / scale),
             "deterministic_bitwise": bool(np.array_equal(det[0], det[1]))}
-
-
-def tile_rate(gnn, steps: int, device: torch.device, amp: bool) -> dict:
-    """The tile model (a TILE_NODES-node kernel graph, as bench_scale's tile case): median training step of
-    gnn.configs_per_graph.tile configs after one warm-up, and inference configs/s over the graph's configs."""
-    graph = tile_graph(TILE_NODES, 1000)
-    torch.manual_seed(0)
-    model = build_model(model_spec(gnn, Collection.parse("tile:xla"), graph.node_feat.shape[1])).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    k, rng, tensors, times = int(gnn.configs_per_graph.tile), np.random.default_rng(0), graph_tensors(graph), []
-    tensors = tensors.to(device)
-    for _ in range(steps + 1):
-        rows = sample_configs(graph, k, rng)
-        configs, target = config_batch("tile", graph, rows).to(device), runtimes(graph, rows).to(device)
-        sync(device)
-        tic = time.perf_counter()
-        opt.zero_grad()
-        with autocast(device, amp):
-            scores = model(tensors, configs)
-        ranking_loss(str(gnn.loss), scores.float(), target, float(gnn.margin), float(gnn.min_gap)).backward()
-        opt.step()
-        sync(device)
-        times.append(time.perf_counter() - tic)
-    model.eval()
-    batches = np.array_split(np.arange(graph.n_kept), max(1, graph.n_kept // int(gnn.infer_batch)))
-    sync(device)
-    tic = time.perf_counter()
-    with torch.no_grad(), autocast(device, amp):
-        for rows in batches:
-            model(tensors, config_batch("tile", graph, rows).to(device)).float().cpu()
-    return {"nodes": graph.n_nodes, "configs": k, "step_s": float(np.median(times[1:])),
-            "infer_configs_per_s": graph.n_kept / (time.perf_counter() - tic)}
 
 
 def ddp_worker(args) -> None:
@@ -318,7 +286,7 @@ def main(argv=None) -> None:
               "pruned_nodes": pruned.n_nodes, "hidden": int(cfg.gnn.hidden),
               "train": {"cpu": train_rate(pruned, cfg.gnn, min(k, 16), 2, cpu, False)},
               "infer": {"cpu": infer_rate(pruned, cfg.gnn, int(cfg.gnn.infer_batch), cpu, False)},
-              "tile": {"cpu": tile_rate(cfg.gnn, 2, cpu, False)}}
+              "tile": {"cpu": tile_rates(tile_graph(TILE_NODES, 1000), cfg.gnn, 2, cpu)}}
     print(json.dumps(result), flush=True)
     if not args.cpu_only:
         cuda = torch.device("cuda")
@@ -326,7 +294,7 @@ def main(argv=None) -> None:
         result["train"]["cuda train"] = train_rate(pruned, cfg.gnn, k, args.steps, cuda, True)
         result["train"]["cuda GST (whole graph)"] = train_rate(whole, gst_cfg.gnn, k, args.gst_steps, cuda, True, gst)
         result["infer"]["cuda"] = infer_rate(pruned, cfg.gnn, args.graph_configs, cuda, True)
-        result["tile"]["cuda"] = tile_rate(cfg.gnn, args.steps, cuda, True)
+        result["tile"]["cuda"] = tile_rates(tile_graph(TILE_NODES, 1000), cfg.gnn, args.steps, cuda, True)
         result["agreement"] = agreement(pruned, cfg.gnn, int(cfg.gnn.infer_batch))
         print(json.dumps(result), flush=True)
     result["ddp"] = run_ddp(args.cpu_only, args.tiny)
