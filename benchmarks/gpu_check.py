@@ -33,7 +33,7 @@ import torch
 from pipeline.errors import run_main  # noqa: E402
 from benchmarks.bench_gnn import bench_hops, make_graph, prune
 from benchmarks.bench_scale import TILE_NODES, tile_graph, tile_rates
-from benchmarks.common import ranking_agreement
+from benchmarks.common import ranking_agreement, sync
 from pipeline.config import compose
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache
@@ -58,11 +58,6 @@ def model_for(graph, gnn, device: torch.device, seed: int = 0):
         for p in model.parameters():
             p.add_(0.02 * torch.randn_like(p))
     return model.to(device)
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def peak_reset(device: torch.device) -> None:
