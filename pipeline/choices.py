@@ -8,7 +8,7 @@ from __future__ import annotations
 
 GNN_NORMS = ("instance", "layer", "none")             # pipeline.graphnet.layers
 GNN_MIXERS = ("gate", "center")                       # pipeline.graphnet.attention (MIXERS maps them to modules)
-GNN_REDUCTIONS = ("sum", "mean", "size")              # pipeline.graphnet.model
+GNN_REDUCTIONS = ("sum", "mean")                      # pipeline.graphnet.model
 GNN_LOSSES = ("pairwise_hinge", "listmle")            # pipeline.graphnet.losses
 GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst
 GNN_SCHEDULES = ("plateau", "constant", "cosine")     # pipeline.graphnet.schedule

@@ -33,7 +33,6 @@ from pipeline.graphnet.attention import ConfigCenter, ConfigGate
 from pipeline.graphnet.chunked_inputs import ConfigInputs, repeat_configs, sparse_csr
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.layers import SAGEBlock
-from pipeline.graphnet.layout_inputs import node_weights
 
 FLOAT_BYTES = 4
 
@@ -173,19 +172,12 @@ def chunked_summary(model: nn.Module, graph: GraphTensors, configs: torch.Tensor
             xs[i] = _linear_mix(block, x, h)
         shift = _pending_shift(block.mixer, h_total, n_configs)
     head, summaries = model.node_head, []
-    weight = node_weights(graph)                                                 # [nodes]
-    if own is not None:
-        weight = weight[own]                                                     # [own nodes]
     for i in range(len(parts)):
         x = read(i)
         if own is not None:
             x = x[own]                                                           # [own nodes, chunk, hidden]
-        # the head's last layer is linear: sum its input over the nodes (plain and weighted), then apply it once
-        inner = head[1](F.linear(x, head[0].weight, head[0].bias))               # [nodes, chunk, hidden]
-        hidden = inner.sum(dim=0)                                                # [chunk, hidden]
-        hidden_w = (weight @ inner.reshape(x.shape[0], -1)).view_as(hidden)      # [chunk, hidden] weighted sum
+        # the head's last layer is linear: sum its input over the nodes, then apply it once per config
+        hidden = head[1](F.linear(x, head[0].weight, head[0].bias)).sum(dim=0)   # [chunk, hidden]
         per_node = F.linear(hidden, head[3].weight, head[3].bias * x.shape[0])    # [chunk, 1]
-        weighted = F.linear(hidden_w, head[3].weight, head[3].bias * weight.sum())   # [chunk, 1]
-        summaries.append(torch.cat([per_node, weighted, weight.sum().expand_as(weighted), x.sum(dim=0),
-                                    x.amax(dim=0)], dim=-1))
+        summaries.append(torch.cat([per_node, x.sum(dim=0), x.amax(dim=0)], dim=-1))
     return torch.cat(summaries)                                                 # [configs, summary_dim]

@@ -76,7 +76,7 @@ def summarize_segment(model: nn.Module, segment: Segment, configs: torch.Tensor)
 
 def combine(trained: list[torch.Tensor], stale: list[torch.Tensor], hidden: int, keep: np.ndarray | None = None,
             scale: float = 1.0) -> torch.Tensor:
-    """The graph summary [configs, SUMMARY_SCALARS + 2 * hidden] from segment summaries.
+    """The graph summary [configs, 1 + 2 * hidden] from segment summaries.
 
     trained: summaries with autograd; their sums are multiplied by `scale`.
     stale: historical summaries; keep: bool [len(stale), configs], False = dropped (None: all kept).
@@ -85,7 +85,7 @@ def combine(trained: list[torch.Tensor], stale: list[torch.Tensor], hidden: int,
     parts += [(s, None if keep is None else torch.from_numpy(keep[i]).to(s.device), 1.0) for i, s in enumerate(stale)]
     sums, maxima = [], []
     for summary, mask, factor in parts:                                 # float32: bf16 (autocast) sums lose ranks
-        additive, x_max = summary.float().split([summary.shape[-1] - hidden, hidden], dim=-1)  # sums | [.., hidden]
+        additive, x_max = summary.float().split([1 + hidden, hidden], dim=-1)   # [configs, 1 + hidden], [.., hidden]
         if mask is not None:
             additive = additive * mask[:, None].to(additive.dtype)
             x_max = x_max.masked_fill(~mask[:, None], float("-inf"))

@@ -25,8 +25,6 @@ from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS
 
 MISMATCH_FEATURES = 4              # per node: in-edges, in log-size, out-edges, out log-size
-WEIGHT_LOG_OFFSET = 16.0           # node weights are exp(log1p(elements) - this): e^16 ~ 8.9e6 elements weigh 1; the
-                                   # offset cancels in a weighted mean and keeps 1e10-element tensors far from overflow
 
 
 def hlo_layout_indices(node_feat_raw: np.ndarray) -> np.ndarray:
@@ -61,15 +59,6 @@ def effective_configs(configs: torch.Tensor, default_blocks: torch.Tensor) -> tu
     is_default = (blocks == 0).all(dim=-1)                                       # [configs, configurable, 3]
     eff = torch.where(is_default.unsqueeze(-1), default_blocks.unsqueeze(0), blocks)
     return eff.reshape(n_configs, n_cfg, -1), is_default                         # [configs, configurable, 18]
-
-
-def node_weights(graph) -> torch.Tensor:
-    """float32 [nodes]: each node's weight in the GNN's `node_reduce: size`, proportional to its output's elements (1 +
-    elements: runtime grows with the bytes an op moves, so the per-node head scores a cost per element). Scaling every
-    tensor of a program by one factor leaves the weighted mean unchanged. `graph`: GraphTensors of a layout graph."""
-    if graph.log_elements is None:
-        raise ValueError(f"graph {graph.graph_id}: node_reduce size needs log_elements (a layout graph)")
-    return torch.exp(graph.log_elements - WEIGHT_LOG_OFFSET)
 
 
 def mismatch_features(configs: torch.Tensor, is_default: torch.Tensor, graph) -> torch.Tensor:

@@ -2,10 +2,9 @@
 
 - `LayoutModel` (early fusion): node + layout-config embeddings `[configs, nodes, hidden]` (optionally with the
   effective layouts and the mismatched edges a config causes) -> SAGE blocks (each with a cross-config mixer when
-  enabled: the 1st-place gate or centering over configs) -> score = reduction (sum, mean, or the mean weighted by
-  each node's output elements) over nodes of a per-node scalar head (runtime is a sum of per-op costs, as the 2nd
-  place's sum-reduced outputs) + optionally an MLP head on mean+max pooled nodes (after config self-attention when
-  enabled).
+  enabled: the 1st-place gate or centering over configs) -> score = reduction (sum or mean) over nodes of a
+  per-node scalar head (runtime is a sum of per-op costs, as the 2nd place's sum-reduced outputs) + optionally an
+  MLP head on mean+max pooled nodes (after config self-attention when enabled).
 - `TileModel` (late fusion, 1st place): the graph is encoded once (`[1, nodes, hidden]`, config-independent),
   pooled, then joined with the embedded 24 tile config features -> config self-attention -> MLP head.
 """
@@ -22,7 +21,6 @@ from pipeline.graphnet.chunked import chunk_configs, chunked_summary
 from pipeline.graphnet.data import GraphTensors
 from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder
 from pipeline.graphnet.layers import SAGEBlock, SharedDropout
-from pipeline.graphnet.layout_inputs import node_weights
 from pipeline.tpugraphs.schema import COLLECTION_KINDS
 
 REDUCTIONS = GNN_REDUCTIONS
@@ -55,9 +53,6 @@ class ModelSpec:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-SUMMARY_SCALARS = 3          # the per-node score's sum, its size-weighted sum and the weights' sum (`segment_summary`)
 
 
 def pool_nodes(x: torch.Tensor) -> torch.Tensor:
@@ -101,9 +96,8 @@ class LayoutModel(nn.Module):
 
     @property
     def summary_dim(self) -> int:
-        """Width of `segment_summary`: [sum of per-node scores (1), their size-weighted sum (1), the sum of the
-        weights (1), sum of node states, max of node states]."""
-        return SUMMARY_SCALARS + 2 * self.spec.hidden
+        """Width of `segment_summary`: [sum of per-node scores (1), sum of node states, max of node states]."""
+        return 1 + 2 * self.spec.hidden
 
     def head_parameters(self) -> list[nn.Parameter]:
         """The parameters after the node summary (config attention + pooled head): what GST fine-tunes."""
@@ -113,10 +107,9 @@ class LayoutModel(nn.Module):
                         own: torch.Tensor | None = None) -> torch.Tensor:
         """Additive summary of the nodes `own` (all when None): [configs, summary_dim].
 
-        Columns: sum over those nodes of the per-node score, the same sum weighted by `node_weights`, the sum of
-        those weights, sum of their final states, max of their final states. Summaries of disjoint node sets combine
-        exactly (sums add, maxima take the max), so a graph's summary can be assembled from its segments
-        (pipeline.graphnet.segments) and `readout` gives the same score as `forward`.
+        Columns: sum over those nodes of the per-node score, sum of their final states, max of their final states.
+        Summaries of disjoint node sets combine exactly (sums add, maxima take the max), so a graph's summary can be
+        assembled from its segments (pipeline.graphnet.segments) and `readout` gives the same score as `forward`.
         """
         if graph.node_config_ids is None:
             raise ValueError(f"graph {graph.graph_id}: a layout model needs node_config_ids")
@@ -129,22 +122,17 @@ class LayoutModel(nn.Module):
         for block in self.blocks:
             x = block(x, graph)                                              # [configs, nodes, hidden]
         per_node = self.node_head(x).squeeze(-1)                             # [configs, nodes]
-        weight = node_weights(graph).to(per_node.dtype)                      # [nodes]
         if own is not None:
-            x, per_node, weight = x[:, own], per_node[:, own], weight[own]   # [configs, own nodes, (hidden)]
-        weighted = (per_node * weight).sum(dim=1, keepdim=True)              # [configs, 1]
-        return torch.cat([per_node.sum(dim=1, keepdim=True), weighted, weight.sum().expand_as(weighted),
-                          x.sum(dim=1), x.amax(dim=1)], dim=-1)
+            x, per_node = x[:, own], per_node[:, own]                        # [configs, own nodes, (hidden)]
+        return torch.cat([per_node.sum(dim=1, keepdim=True), x.sum(dim=1), x.amax(dim=1)], dim=-1)
 
     def readout(self, summary: torch.Tensor, n_nodes: int) -> torch.Tensor:
         """Scores [configs] from a whole graph's summary [configs, summary_dim] (`segment_summary`)."""
         hidden = self.spec.hidden
-        node_sum, node_weighted, weight_sum, x_sum, x_max = summary.split([1, 1, 1, hidden, hidden], dim=-1)
+        node_sum, x_sum, x_max = summary.split([1, hidden, hidden], dim=-1)
         score = node_sum.squeeze(-1)                                         # [configs]
         if self.spec.node_reduce == "mean":
             score = score / n_nodes
-        elif self.spec.node_reduce == "size":
-            score = (node_weighted / weight_sum.clamp(min=torch.finfo(weight_sum.dtype).tiny)).squeeze(-1)
         if self.head is None:
             return score
         z = torch.cat([x_sum / n_nodes, x_max], dim=-1)                      # [configs, 2 * hidden]: mean + max

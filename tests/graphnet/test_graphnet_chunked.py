@@ -51,10 +51,6 @@ def test_chunked_summary_equals_plain_forward(norm, mixer, residual, chunk):
     # float32 rounding: sums run in another order (and ConfigGate's exponentials amplify it), so the tolerance is
     # relative to the summary's scale
     torch.testing.assert_close(fast, plain, rtol=1e-4, atol=1e-5 * float(plain.abs().max()))
-    # the size-weighted mean of the per-node scores (columns 1 / 2: weights are tiny, so the ratio is checked)
-    weighted_plain, weighted_fast = plain[:, 1] / plain[:, 2], fast[:, 1] / fast[:, 2]
-    assert float(weighted_plain.std()) > 1e-3                               # configs differ: not trivial
-    torch.testing.assert_close(weighted_fast, weighted_plain, rtol=1e-4, atol=1e-5 * float(weighted_plain.abs().max()))
 
 
 def test_chunked_summary_refuses_training_mode():

@@ -11,7 +11,6 @@ from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAtte
 from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
 from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features
 from pipeline.graphnet.layers import NodeNorm, SAGEBlock, SAGEConv, SharedDropout, mean_aggregate
-from pipeline.graphnet.layout_inputs import node_weights
 from pipeline.graphnet.model import ModelSpec, build_model
 
 HIDDEN = 8
@@ -66,7 +65,7 @@ def test_shapes_through_every_layer(norm):
     for cross in (True, False):
         assert build_model(spec(norm=norm, cross_attention=cross))(g, configs).shape == (5,)
         for mixer in ("gate", "center"):
-            for reduce, pooled in (("sum", False), ("mean", True), ("size", True)):
+            for reduce, pooled in (("sum", False), ("mean", True)):
                 model = build_model(spec(norm=norm, cross_attention=cross, cross_mixer=mixer, effective_layout=True,
                                          edge_mismatch=True, node_reduce=reduce, pooled_head=pooled))
                 assert model(g, configs).shape == (5,)
@@ -127,34 +126,6 @@ def test_sum_head_starts_at_zero():
     graph = make_layout_graph(n_configs=4)
     model = build_model(spec(node_reduce="sum", pooled_head=False))
     assert torch.equal(model(graph_tensors(graph), layout_config_batch(graph, np.arange(4))), torch.zeros(4))
-
-
-class FixedNodeScores(torch.nn.Module):
-    """A per-node head that scores every config's nodes with fixed values: [configs, nodes, hidden] -> [.., 1]."""
-
-    def __init__(self, scores: torch.Tensor):
-        super().__init__()
-        self.scores = scores
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.scores.expand(x.shape[0], -1).unsqueeze(-1)                         # [configs, nodes, 1]
-
-
-def test_size_reduce_by_hand():
-    """node_reduce size: the per-node scores' mean weighted by 1 + each node's output elements."""
-    graph = make_layout_graph(n_nodes=7, n_configs=3)
-    g = graph_tensors(graph)
-    g.log_elements = torch.log1p(torch.tensor([1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 7.0]))      # weights 2 : 4 : 1 x4 : 8
-    weights = node_weights(g)
-    assert (weights / weights[2]).tolist() == pytest.approx([2.0, 4.0, 1.0, 1.0, 1.0, 1.0, 8.0])
-    model = build_model(spec(node_reduce="size", pooled_head=False)).eval()
-    per_node = torch.tensor([1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0])                       # one config's node scores
-    model.node_head = FixedNodeScores(per_node)
-    configs = layout_config_batch(graph, np.arange(3))
-    # (2 * 1 + 4 * 2 + 8 * 3) / (2 + 4 + 1 + 1 + 1 + 1 + 8) = 34 / 18
-    assert model(g, configs).tolist() == pytest.approx([34 / 18] * 3)
-    model.spec = spec(node_reduce="mean", pooled_head=False)
-    assert model(g, configs).tolist() == pytest.approx([6 / 7] * 3)
 
 
 @pytest.mark.parametrize("kind,mixer", [("layout", "gate"), ("layout", "center"), ("tile", "gate")])
