@@ -146,6 +146,7 @@ SCHEMA = Group({
         "graphs_per_step": COUNT,
         "configs_per_graph": BySearch(Int(low=2)),
         "grad_clip": NON_NEGATIVE,                # 0 = no clipping
+        "ema_epochs": BySearch(Optional(POSITIVE)),   # null: validate the raw weights (pipeline/graphnet/ema.py)
         "tta": COUNT, "infer_batch": COUNT,
         "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),

@@ -31,6 +31,7 @@ from pipeline.errors import TrainingDivergedError
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes, sample_configs, shard
 from pipeline.graphnet.distributed import DistInfo, average_gradients, gather_objects
+from pipeline.graphnet.ema import WeightAverage, step_decay
 from pipeline.graphnet.gst import GSTSettings, GSTTrainer, SegmentCache, freeze_to_head
 from pipeline.graphnet.infer import InferSettings, autocast, predict_rows
 from pipeline.graphnet.losses import ranking_loss
@@ -65,7 +66,7 @@ class TrainSettings:
     amp: bool                     # bf16 autocast on CUDA
     valid_max_configs: int        # per-epoch model selection scores at most this many configs per valid graph
     valid: InferSettings          # how valid configs are scored: as at the final inference
-
+    ema_epochs: float | None = None   # validate and keep an EMA of the weights with this time constant (epochs)
 
 
 @dataclass
@@ -164,6 +165,7 @@ class _Run:
     visits: list[PrunedGraph]              # an epoch's graph visits (GST: one per `segments_per_step` segments)
     segments: SegmentCache | None = None   # GST only
     trainer: GSTTrainer | None = None      # GST only
+    ema: WeightAverage | None = None       # the weights' moving average (settings.ema_epochs), else None
     start: int = 0                         # first epoch to run
     cache: dict = field(default_factory=dict)
 
@@ -191,8 +193,10 @@ def _setup(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], s
         finetune_scale))
     rng = np.random.default_rng([seed, info.rank])
     torch.manual_seed(seed + info.rank)
+    ema = (WeightAverage(core, step_decay(settings.ema_epochs, steps_per_epoch(settings, len(visits), info.world)))
+           if settings.ema_epochs else None)
     return _Run(model=model, core=core, optimizer=optimizer, scheduler=scheduler, rng=rng, visits=visits,
-                segments=segments, trainer=trainer)
+                segments=segments, trainer=trainer, ema=ema)
 
 
 def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_path: Path) -> FitResult:
@@ -207,6 +211,11 @@ def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_
     run.start = state["epoch"] + 1
     if run.trainer is not None:
         run.trainer.load_state_dict(state["gst"][info.rank])
+    if run.ema is not None:
+        if state.get("ema") is None:
+            raise ValueError(f"{checkpoint_path}: checkpoint holds no weight average (written without one); "
+                             "delete it or run with gnn.resume=false")
+        run.ema.load_state_dict(state["ema"])
     return FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"], best_score=state["best_score"],
                      curve=state["curve"], valid_per_graph=state["valid_per_graph"], last_epoch=state["epoch"],
                      stopped=state.get("stopped"), main_epochs=state.get("main_epochs", state["epoch"] + 1),
@@ -237,6 +246,8 @@ def _train_epoch(run: _Run, items: list[PrunedGraph], epoch: int, kind: str, set
             nn.utils.clip_grad_norm_(run.model.parameters(), settings.grad_clip)
         run.optimizer.step()
         run.scheduler.step()
+        if run.ema is not None:
+            run.ema.update(run.core)
         losses.append(loss)
         seen += n
     return losses, seen
@@ -260,7 +271,8 @@ def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, 
                           "rng": rngs, "best_state": result.best_state, "best_epoch": result.best_epoch,
                           "best_score": result.best_score, "curve": result.curve,
                           "valid_per_graph": result.valid_per_graph, "gst": gst_states, "stopped": result.stopped,
-                          "main_epochs": result.main_epochs, "plateau": result.plateau}, path)
+                          "main_epochs": result.main_epochs, "plateau": result.plateau,
+                          "ema": None if run.ema is None else run.ema.state_dict()}, path)
 
 
 def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], valid_graphs: list[PrunedGraph],
@@ -278,6 +290,9 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
     visits every graph once per `segments_per_step` of its segments, so that, as in the pruned mode, it trains
     every node once. After the main phase, gst.finetune_epochs epochs (one visit per graph) train the prediction
     head only. Every rank's historical table and segment cycles are part of the checkpoint.
+
+    With `settings.ema_epochs`, validation, selection (`best_state`) and hence early stopping see the moving
+    average of the weights (pipeline/graphnet/ema.py), not the last step's.
 
     Writes the resumable checkpoint (rank 0) after every epoch; with settings.resume it continues from it.
     `max_epochs` stops early after that many epochs of this call (to simulate an interruption in tests).
@@ -307,9 +322,12 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
             _apply_schedule(run)
         losses, seen = _train_epoch(run, items, epoch, spec.kind, settings, seed, device, info)
         train_seconds = time.perf_counter() - tic
-        per_graph = (validate(run.core, spec.kind, valid_graphs, settings, seed, device, info, run.segments)
-                     if valid_graphs else {})
-        score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
+        averaged = nullcontext() if run.ema is None else run.ema.applied(run.core)
+        with averaged:              # validated and selected: the averaged weights when gnn.ema_epochs is set
+            per_graph = (validate(run.core, spec.kind, valid_graphs, settings, seed, device, info, run.segments)
+                         if valid_graphs else {})
+            score = float(np.mean(list(per_graph.values()))) if per_graph else float("nan")
+            _select(result, run.core, epoch, score, per_graph)
         rank_stats = gather_objects((float(np.mean(losses)), seen), info)
         row = {"epoch": epoch, "loss": float(np.mean([s[0] for s in rank_stats])), "valid_score": score,
                "lr": float(run.scheduler.get_last_lr()[0])}
@@ -318,7 +336,6 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
                   "seconds": time.perf_counter() - tic}
         result.curve.append(row)
         result.timing.append(timing)
-        _select(result, run.core, epoch, score, per_graph)
         if result.stopped is None:
             result.stopped = stop_reason(plateau, score, epoch, settings.epochs)
             if run.scheduler.lr_lambdas[0].reduce(plateau, settings.lr_patience, settings.lr_decay):

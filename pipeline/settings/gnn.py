@@ -31,7 +31,7 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
 
 
 def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSettings:
-    """Training's settings (`lr`, `epochs`, `configs_per_graph` by search); validation scores as `infer`, with
+    """Training's settings (`lr`, `epochs`, `configs_per_graph`, `ema_epochs` by search); validation scores as `infer`, with
     `gnn.valid_tta` orderings when set."""
     kind, search = collection.kind, collection.search
     return TrainSettings(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
@@ -46,7 +46,12 @@ def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSe
                          grad_clip=float(gnn.grad_clip) if gnn.grad_clip else None, loss=str(gnn.loss),
                          margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume),
                          amp=bool(gnn.amp), valid_max_configs=int(gnn.valid_max_configs),
+                         ema_epochs=_optional_float(by_search(gnn.ema_epochs, "gnn.ema_epochs", kind, search)),
                          valid=infer if gnn.valid_tta is None else replace(infer, tta=int(gnn.valid_tta)))
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def infer_settings(gnn) -> InferSettings:
