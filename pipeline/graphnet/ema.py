@@ -10,7 +10,7 @@ parameter, `avg <- avg + (1 - d_n) * (param - avg)`, where `d_n = min(decay, (1 
 update (so the first updates follow the fast-moving early weights) and `decay = 1 - 1 / (ema_epochs *
 steps_per_epoch)` (a time constant of `ema_epochs` epochs). `applied(model)` puts the averages into the model for
 the duration of a `with` block (validation, model selection) and restores the trained weights after it. Buffers
-and non-float parameters are not averaged. The state (averages, n) is part of the checkpoint.
+and non-float parameters are not averaged. The state (averages, n; not the decay, which the settings give) is part of the checkpoint.
 """
 from __future__ import annotations
 
@@ -67,12 +67,11 @@ class WeightAverage:
                     params[name].copy_(value)
 
     def state_dict(self) -> dict:
-        return {"decay": self.decay, "updates": self.updates,
-                "shadow": {k: v.detach().cpu().clone() for k, v in self.shadow.items()}}
+        return {"updates": self.updates, "shadow": {k: v.detach().cpu().clone() for k, v in self.shadow.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         if set(state["shadow"]) != set(self.shadow):
             raise ValueError("EMA state holds other parameters than the model")
-        self.decay, self.updates = float(state["decay"]), int(state["updates"])
+        self.updates = int(state["updates"])      # the decay comes from the settings, as at the start
         for name, value in state["shadow"].items():
             self.shadow[name].copy_(value)

@@ -77,12 +77,11 @@ def gnn_settings(cfg, collection: Collection) -> GnnSettings:
     """Everything stage gnn and the GNN's inference read, for `collection` (the schema checked the values)."""
     gnn = cfg.gnn
     infer = infer_settings(gnn)
-    quantile = gnn.min_gap_quantile
     return GnnSettings(model=model_spec(gnn, collection), train=train_settings(gnn, collection, infer), infer=infer,
                        gst=gst_settings(gnn, collection),
-                       infer_chunk_mb=None if gnn.infer_chunk_mb is None else float(gnn.infer_chunk_mb),
+                       infer_chunk_mb=_optional_float(gnn.infer_chunk_mb),
                        device=str(gnn.device), num_threads=int(gnn.num_threads),
                        member_workers=int(gnn.member_workers),
                        members=tuple(int(s) for s in gnn.seeds), seed=int(cfg.seed),
-                       min_gap_quantile=None if quantile is None else float(quantile),
+                       min_gap_quantile=_optional_float(gnn.min_gap_quantile),
                        prune_hops=prune_hops(cfg.prune.hops, collection))
