@@ -14,6 +14,8 @@ GNN_MODES = ("pruned", "gst")                         # pipeline.graphnet.gst
 GNN_SCHEDULES = ("plateau", "constant", "cosine")     # pipeline.graphnet.schedule
 GST_SEGMENTATIONS = ("contiguous", "node_splits")     # pipeline.graphnet.segments
 GNN_DEVICES = ("auto", "cpu", "cuda")                 # pipeline.graphnet.train_loop.pick_device
+VALID_METRICS = ("score", "order")    # per-epoch selection (gnn.valid_metric, pipeline.graphnet.train_loop): the
+                                      # collection's own score, or Kendall tau for every kind (the layout score)
 PRUNE_WHOLE_GRAPH = "all"                             # prune.hops value that keeps every node (what GST trains on)
 PRUNE_DEDUP_MODES = ("min", "mean")                   # pipeline.pruning.dedup
 LGBM_NODE_STATS = ("mean", "std", "min", "max")       # pipeline.features.table (NODE_STATS maps them to numpy)

@@ -27,7 +27,7 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
                               LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
-                              MODELS)
+                              MODELS, VALID_METRICS)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
@@ -151,6 +151,7 @@ SCHEMA = Group({
         "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),
         "valid_tta": Optional(COUNT),             # null: gnn.tta
+        "valid_metric": Str(VALID_METRICS),
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),
         "num_threads": COUNT,

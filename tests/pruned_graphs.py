@@ -115,7 +115,7 @@ def gnn_cfg(**overrides):
                 min_gap=0.0, lr=3e-3, weight_decay=1e-5, warmup_frac=0.1, schedule="cosine", lr_patience=2, lr_decay=0.5,
                 epochs=4, patience=10, min_delta=0.0, seeds=[0], steps_per_epoch=None,
                 graphs_per_step=2, configs_per_graph=6, grad_clip=1.0, tta=2, infer_batch=5, valid_max_configs=6,
-                valid_tta=None, ema_epochs=None,
+                valid_tta=None, ema_epochs=None, valid_metric="score",
                 device="cpu", amp=False, resume=False, mode="pruned", num_threads=1, member_workers=1, infer_chunk_mb=None,
                 min_gap_quantile=None)
     return OmegaConf.create(base | overrides)

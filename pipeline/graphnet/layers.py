@@ -7,6 +7,7 @@ have separate weights, as in the 1st/3rd/5th-place models.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from pipeline.choices import GNN_NORMS
@@ -15,19 +16,22 @@ from pipeline.graphnet.data import GraphTensors
 NORMS = GNN_NORMS
 
 
-def mean_aggregate(x: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, inv_deg: torch.Tensor) -> torch.Tensor:
+def mean_aggregate(x: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, inv_deg: torch.Tensor,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
     """Mean of x over the in-edges src -> dst of each node, for every config.
 
     Args:
         x: [configs, nodes, dim] node states.
         src, dst: [edges] node ids; the message of edge e goes from src[e] to dst[e].
         inv_deg: [nodes] 1 / number of messages each node receives (1 when it receives none).
+        out: [configs, nodes, dim] to add the means into (in place), instead of zeros.
     Returns:
-        [configs, nodes, dim]; nodes that receive nothing get zeros.
+        [configs, nodes, dim] (`out` when given); nodes that receive nothing get zeros (out unchanged).
     """
-    out = torch.zeros_like(x)
-    out.index_add_(1, dst, x.index_select(1, src))       # [configs, nodes, dim] sums over in-edges
-    return out * inv_deg.to(x.dtype)[None, :, None]
+    weight = inv_deg.to(x.dtype)[dst]                                # [edges]: each message pre-divided
+    messages = x.index_select(1, src) * weight[None, :, None]       # [configs, edges, dim]
+    out = torch.zeros_like(x) if out is None else out
+    return out.index_add_(1, dst, messages)                          # [configs, nodes, dim] sums over in-edges
 
 
 class NodeNorm(nn.Module):
@@ -45,9 +49,12 @@ class NodeNorm(nn.Module):
         if self.kind == "layer":
             return self.layer(x)
         if self.kind == "instance":
-            mean = x.mean(dim=1, keepdim=True)                       # [configs, 1, dim]
-            var = x.var(dim=1, keepdim=True, unbiased=False)         # [configs, 1, dim]
-            return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+            if x.shape[1] < 2:                                       # one node (a tile kernel can have one): zero
+                return (x - x) * self.weight + self.bias             # deviation, torch's norm refuses to train on it
+            # torch's instance norm normalises [batch, channels, length] over length: here nodes, per config and
+            # channel (x.var over the nodes axis, written out, trains 1.9x slower at 430 nodes on a CPU)
+            out = F.instance_norm(x.transpose(1, 2), weight=self.weight, bias=self.bias, eps=self.eps)
+            return out.transpose(1, 2)                               # [configs, dim, nodes] -> [configs, nodes, dim]
         return x
 
 
@@ -66,7 +73,7 @@ class SharedDropout(nn.Module):
         if not self.training or self.p == 0.0:
             return x
         keep = torch.empty((1, *x.shape[1:]), device=x.device, dtype=x.dtype).bernoulli_(1.0 - self.p)
-        return x * keep / (1.0 - self.p)                             # [configs, nodes, dim]
+        return x * keep.div_(1.0 - self.p)                           # [configs, nodes, dim]; mask pre-scaled
 
 
 class SAGEConv(nn.Module):
@@ -80,10 +87,11 @@ class SAGEConv(nn.Module):
     def forward(self, x: torch.Tensor, graph: GraphTensors) -> torch.Tensor:
         h = self.lin(x)                                              # [configs, nodes, 3 * dim_out]
         h_self, h_prod, h_cons = h.split(self.dim_out, dim=-1)       # 3 x [configs, nodes, dim_out]
-        # aggregation is linear, so transforming before aggregating is equivalent and as cheap
-        from_producers = mean_aggregate(h_prod, graph.producer, graph.consumer, graph.inv_deg_consumer)
-        from_consumers = mean_aggregate(h_cons, graph.consumer, graph.producer, graph.inv_deg_producer)
-        return h_self + from_producers + from_consumers              # [configs, nodes, dim_out]
+        # aggregation is linear, so transforming before aggregating is equivalent and as cheap; both means are
+        # added into a copy of the self term (no zeroed buffers, no sums of whole states)
+        out = h_self.clone(memory_format=torch.contiguous_format)    # [configs, nodes, dim_out]
+        mean_aggregate(h_prod, graph.producer, graph.consumer, graph.inv_deg_consumer, out)  # from producers
+        return mean_aggregate(h_cons, graph.consumer, graph.producer, graph.inv_deg_producer, out)  # from consumers
 
 
 class SAGEBlock(nn.Module):

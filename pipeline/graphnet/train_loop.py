@@ -67,6 +67,7 @@ class TrainSettings:
     valid_max_configs: int        # per-epoch model selection scores at most this many configs per valid graph
     valid: InferSettings          # how valid configs are scored: as at the final inference
     ema_epochs: float | None = None   # validate and keep an EMA of the weights with this time constant (epochs)
+    valid_metric: str = "score"   # what selection reads per valid graph: the collection's score | order (Kendall tau)
 
 
 @dataclass
@@ -103,7 +104,9 @@ def valid_rows(graph: PrunedGraph, max_configs: int, seed: int) -> np.ndarray:
 
 def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: TrainSettings, seed: int,
              device: torch.device, info: DistInfo, segments: SegmentCache | None = None) -> dict[str, float]:
-    """Collection metric per valid graph (kept configs, `settings.valid.tta` orderings), sharded over ranks."""
+    """Metric per valid graph (kept configs, `settings.valid.tta` orderings), sharded over ranks: the collection's own
+    score, or with `settings.valid_metric` "order" Kendall tau for any kind (tile's top-k score stays flat while a
+    tile model's order improves; it would stop the run and decay its rate on that flat start)."""
     model.eval()
     mine = {}
     for graph in graphs[info.rank::info.world]:
@@ -113,7 +116,8 @@ def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: T
         scores = predict_rows(model, kind, graph, tensors, rows, settings.valid, rng, device,
                               None if segments is None else segments.get(graph))
         truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
-        mine[graph.graph_id] = metrics.graph_score(kind, scores, truth)
+        mine[graph.graph_id] = metrics.graph_score(kind if settings.valid_metric == "score" else "layout", scores,
+                                                   truth)
     model.train()
     merged = {}
     for part in gather_objects(mine, info):

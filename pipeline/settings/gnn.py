@@ -47,6 +47,7 @@ def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSe
                          margin=float(gnn.margin), min_gap=float(gnn.min_gap), resume=bool(gnn.resume),
                          amp=bool(gnn.amp), valid_max_configs=int(gnn.valid_max_configs),
                          ema_epochs=_optional_float(by_search(gnn.ema_epochs, "gnn.ema_epochs", kind, search)),
+                         valid_metric=str(gnn.valid_metric),
                          valid=infer if gnn.valid_tta is None else replace(infer, tta=int(gnn.valid_tta)))
 
 

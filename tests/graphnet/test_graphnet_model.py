@@ -31,6 +31,58 @@ def test_mean_aggregate_by_hand():
     assert mean_aggregate(x, src, dst, inv)[0, :, 0].tolist() == [0.0, 0.0, 1.5]
 
 
+def test_mean_aggregate_adds_into_out_in_place():
+    x = torch.tensor([[[1.0], [2.0], [4.0]]])             # [1 config, 3 nodes, 1]
+    src, dst = torch.tensor([0, 1]), torch.tensor([2, 2])
+    out = torch.tensor([[[10.0], [20.0], [30.0]]])
+    result = mean_aggregate(x, src, dst, torch.tensor([1.0, 1.0, 0.5]), out)
+    assert result is out and out[0, :, 0].tolist() == [10.0, 20.0, 31.5]
+
+
+def test_instance_norm_by_hand_per_config_and_channel():
+    norm = NodeNorm("instance", 2, eps=0.0)
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([2.0, 1.0]))
+        norm.bias.copy_(torch.tensor([1.0, 0.0]))
+    # config 0: channel 0 over nodes [1, 2, 6] (mean 3, var 14/3), channel 1 constant + [0, 0, 3] (mean 1, var 2);
+    # config 1: channel 0 scaled by 10 (same normalised values)
+    c0 = torch.tensor([[1.0, 5.0], [2.0, 5.0], [6.0, 8.0]])
+    x = torch.stack([c0, c0 * torch.tensor([10.0, 1.0])])  # [2 configs, 3 nodes, 2]
+    out = norm(x)
+    sd0, sd1 = (14 / 3) ** 0.5, 2 ** 0.5
+    expected = [2 * -2 / sd0 + 1, -1 / sd1, 2 * -1 / sd0 + 1, -1 / sd1, 2 * 3 / sd0 + 1, 2 / sd1]  # node-major
+    assert out[0].flatten().tolist() == pytest.approx(expected, abs=1e-5)
+    assert out[1].flatten().tolist() == pytest.approx(expected, abs=1e-5)
+
+
+def test_instance_norm_of_one_node_is_the_bias_in_training():
+    norm = NodeNorm("instance", 2).train()
+    with torch.no_grad():
+        norm.bias.copy_(torch.tensor([0.5, -1.0]))
+    x = torch.tensor([[[3.0, 4.0]], [[5.0, 6.0]]], requires_grad=True)    # [2 configs, 1 node, 2]
+    out = norm(x)
+    assert out.tolist() == [[[0.5, -1.0]], [[0.5, -1.0]]]
+    out.sum().backward()
+    assert x.grad.tolist() == [[[0.0, 0.0]], [[0.0, 0.0]]]
+
+
+def test_instance_norm_gradients_match_the_formula():
+    torch.manual_seed(0)
+    norm = NodeNorm("instance", 4)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 2.0)
+        norm.bias.uniform_(-1.0, 1.0)
+    x = torch.randn(3, 6, 4, dtype=torch.float64, requires_grad=True)
+    target = torch.randn(3, 6, 4, dtype=torch.float64)
+    weight, bias = norm.weight.double(), norm.bias.double()
+    mean, var = x.mean(dim=1, keepdim=True), x.var(dim=1, keepdim=True, unbiased=False)
+    formula = (x - mean) * torch.rsqrt(var + norm.eps) * weight + bias
+    (grad_formula,) = torch.autograd.grad((formula * target).sum(), x)
+    fast = norm.double()(x)
+    (grad_fast,) = torch.autograd.grad((fast * target).sum(), x)
+    assert torch.allclose(fast, formula, atol=1e-10) and torch.allclose(grad_fast, grad_formula, atol=1e-10)
+
+
 def test_sage_conv_directions_use_separate_weights():
     g = graph_tensors(make_layout_graph(n_nodes=3))       # edges: 1<-0, 2<-1, 2<-0
     conv = SAGEConv(1, 1)
@@ -112,6 +164,10 @@ def test_config_center_by_hand():
         center.mix_diff.weight.fill_(1.0)
     x = torch.tensor([[[1.0]], [[2.0]], [[6.0]]])           # 3 configs, mean 3
     assert center(x).flatten().tolist() == pytest.approx([-2.0, -1.0, 3.0])
+    with torch.no_grad():                                    # W_self x + b + W_diff (x - mean): 2x + 1 + (x - 3)
+        center.mix_self.weight.fill_(2.0)
+        center.mix_self.bias.fill_(1.0)
+    assert center(x).flatten().tolist() == pytest.approx([1.0, 4.0, 16.0])
 
 
 def test_shared_dropout_uses_one_mask_for_every_config():

@@ -1,6 +1,8 @@
 """Training step, exact resume from a checkpoint, learning-rate schedule, TTA coverage."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,10 @@ from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
 from pipeline.graphnet.infer import InferSettings, predict_graph, tta_batches
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import build_model
-from pipeline.graphnet.train_loop import fit
+from pipeline.graphnet.distributed import DistInfo
+from pipeline.graphnet.infer import predict_rows
+from pipeline.graphnet.train_loop import fit, valid_rows, validate
+from pipeline.scoring import metrics
 
 CPU = torch.device("cpu")
 
@@ -38,6 +43,26 @@ def test_one_step_lowers_the_loss(kind, loss):
     assert after.item() < before.item()
 
 
+
+
+@pytest.mark.parametrize("valid_metric", ["score", "order"])
+def test_validation_reads_the_chosen_metric(valid_metric):
+    gnn = gnn_cfg(valid_metric=valid_metric, valid_max_configs=40)
+    model, _ = build("tile", gnn)
+    with torch.no_grad():
+        for p in model.parameters():                 # perturbed: the zero-initialised head would tie every config
+            p.add_(0.3 * torch.randn_like(p))
+    graph = make_tile_graph("v0", "valid", n_configs=12, seed=3)
+    settings = train_of(gnn)
+    per_graph = validate(model, "tile", [graph], settings, 5, CPU, DistInfo())
+    rows = valid_rows(graph, settings.valid_max_configs, 5)
+    model.eval()                                                # as validate scores (it hands the model back training)
+    rng = np.random.default_rng([5, zlib.crc32(b"v0")])         # validate's own orderings for this graph
+    scores = predict_rows(model, "tile", graph, graph_tensors(graph), rows, settings.valid, rng, CPU, None)
+    truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
+    expected = metrics.kendall_tau(scores, truth) if valid_metric == "order" else metrics.tile_score(scores, truth)
+    assert per_graph == {"v0": pytest.approx(expected)}
+    assert metrics.kendall_tau(scores, truth) != pytest.approx(metrics.tile_score(scores, truth))  # they differ here
 
 
 def _train(tmp_path, gnn, max_epochs=None):
