@@ -17,6 +17,7 @@ its batch, which is why inference averages several random config orderings (TTA)
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from pipeline.choices import GNN_MIXERS
@@ -47,10 +48,11 @@ class ConfigCenter(nn.Module):
         self.mix_diff = nn.Linear(dim, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # the centered term computed apart: configs of a default search differ by little, and folding it into one
-        # matmul ((W_self + W_diff) x - W_diff mean) would take that difference of large numbers in float32
-        centered = x - x.mean(dim=0, keepdim=True)                   # [configs, nodes, dim]
-        return self.mix_self(x) + self.mix_diff(centered)
+        # = (W_self + W_diff) x + b_self - W_diff mean(x): one matmul over every config instead of two (an epoch
+        # 0.89x on layout-xla-random); on trained default-search models the config-dependent part of the output
+        # keeps its float32 error within 1.25x of the explicit centering's (docs/decisions.md, "Faster steps")
+        shift = F.linear(x.mean(dim=0, keepdim=True), self.mix_diff.weight)          # [1, nodes, dim]
+        return F.linear(x, self.mix_self.weight + self.mix_diff.weight, self.mix_self.bias) - shift
 
 
 MIXERS = dict(zip(GNN_MIXERS, (ConfigGate, ConfigCenter)))
