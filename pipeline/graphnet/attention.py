@@ -49,7 +49,7 @@ class ConfigCenter(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # = (W_self + W_diff) x + b_self - W_diff mean(x): one matmul over every config instead of two (an epoch
-        # 0.89x on layout-xla-random); on trained default-search models the config-dependent part of the output
+        # 0.92x on layout-xla-random); on trained default-search models the config-dependent part of the output
         # keeps its float32 error within 1.25x of the explicit centering's (docs/decisions.md, "Faster steps")
         shift = F.linear(x.mean(dim=0, keepdim=True), self.mix_diff.weight)          # [1, nodes, dim]
         return F.linear(x, self.mix_self.weight + self.mix_diff.weight, self.mix_self.bias) - shift
