@@ -151,7 +151,7 @@ SCHEMA = Group({
         "infer_chunk_mb": Optional(POSITIVE),  # null: the plain forward (pipeline/graphnet/chunked.py)
         "valid_max_configs": Int(low=2),
         "valid_tta": Optional(COUNT),             # null: gnn.tta
-        "valid_metric": Str(VALID_METRICS),
+        "valid_metric": Str(VALID_METRICS),       # selection per valid graph: the collection's score | Kendall tau
         "device": Str(GNN_DEVICES),
         "amp": Bool(), "resume": Bool(),
         "num_threads": COUNT,

@@ -116,8 +116,8 @@ def validate(model: nn.Module, kind: str, graphs: list[PrunedGraph], settings: T
         scores = predict_rows(model, kind, graph, tensors, rows, settings.valid, rng, device,
                               None if segments is None else segments.get(graph))
         truth = np.asarray(graph.config_runtime[rows], dtype=np.float64)
-        mine[graph.graph_id] = metrics.graph_score(kind if settings.valid_metric == "score" else "layout", scores,
-                                                   truth)
+        mine[graph.graph_id] = (metrics.graph_score(kind, scores, truth) if settings.valid_metric == "score"
+                                else metrics.kendall_tau(scores, truth))
     model.train()
     merged = {}
     for part in gather_objects(mine, info):
