@@ -44,7 +44,7 @@ def test_instance_norm_by_hand_per_config_and_channel():
     with torch.no_grad():
         norm.weight.copy_(torch.tensor([2.0, 1.0]))
         norm.bias.copy_(torch.tensor([1.0, 0.0]))
-    # config 0: channel 0 over nodes [1, 2, 6] (mean 3, var 14/3), channel 1 constant + [0, 0, 3] (mean 1, var 2);
+    # config 0: channel 0 over nodes [1, 2, 6] (mean 3, var 14/3), channel 1 over [5, 5, 8] (mean 6, var 2);
     # config 1: channel 0 scaled by 10 (same normalised values)
     c0 = torch.tensor([[1.0, 5.0], [2.0, 5.0], [6.0, 8.0]])
     x = torch.stack([c0, c0 * torch.tensor([10.0, 1.0])])  # [2 configs, 3 nodes, 2]

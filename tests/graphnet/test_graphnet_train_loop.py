@@ -10,11 +10,10 @@ from pruned_graphs import make_layout_graph, make_tile_graph, gnn_cfg, spec_of, 
 
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.data import config_batch, graph_tensors, runtimes
-from pipeline.graphnet.infer import InferSettings, predict_graph, tta_batches
+from pipeline.graphnet.distributed import DistInfo
+from pipeline.graphnet.infer import InferSettings, predict_graph, predict_rows, tta_batches
 from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import build_model
-from pipeline.graphnet.distributed import DistInfo
-from pipeline.graphnet.infer import predict_rows
 from pipeline.graphnet.train_loop import fit, valid_rows, validate
 from pipeline.scoring import metrics
 
