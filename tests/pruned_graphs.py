@@ -66,7 +66,7 @@ def make_tile_graph(graph_id: str = "t0", split: str = "train", n_nodes: int = 5
                        node_feat=rng.normal(size=(n_nodes, FEAT_DIM)).astype(np.float32),
                        node_feat_raw=np.zeros((n_nodes, 140), np.float32),
                        node_opcode=rng.integers(0, 121, size=n_nodes).astype(np.int64),
-                       edge_index=np.array([(i, i - 1) for i in range(1, n_nodes)], np.int64),
+                       edge_index=np.array([(i, i - 1) for i in range(1, n_nodes)], np.int64).reshape(-1, 2),
                        node_ids=np.arange(n_nodes), config_runtime=runtime.astype(np.float64),
                        config_count=np.ones(n_configs, np.int64), config_inverse=np.arange(n_configs),
                        config_feat=config_feat)

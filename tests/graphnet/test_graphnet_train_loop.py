@@ -64,6 +64,17 @@ def test_validation_reads_the_chosen_metric(valid_metric):
     assert metrics.kendall_tau(scores, truth) != pytest.approx(metrics.tile_score(scores, truth))  # they differ here
 
 
+def test_a_one_node_tile_kernel_trains_and_validates(tmp_path):
+    gnn = gnn_cfg(valid_metric="order")                # instance norm: one node has no spread to normalise
+    model, spec = build("tile", gnn)
+    train = [make_tile_graph("t1", n_nodes=1, seed=1), make_tile_graph("t5", seed=2)]
+    valid = [make_tile_graph("v1", "valid", n_nodes=1, n_configs=9, seed=3)]
+    result = fit(model, spec, train, valid, train_of(gnn), None, seed=5, checkpoint_path=tmp_path / "checkpoint.pt",
+                 device=CPU)
+    assert len(result.curve) == gnn.epochs and np.isfinite([row["loss"] for row in result.curve]).all()
+    assert np.isfinite(result.best_score) and set(result.valid_per_graph) == {"v1"}
+
+
 def _train(tmp_path, gnn, max_epochs=None):
     train = [make_layout_graph(f"g{i}", n_configs=10, seed=i) for i in range(3)]
     valid = [make_layout_graph("v0", "valid", n_configs=9, seed=7)]
