@@ -10,7 +10,8 @@ parameter, `avg <- avg + (1 - d_n) * (param - avg)`, where `d_n = min(decay, (1 
 update (so the first updates follow the fast-moving early weights) and `decay = 1 - 1 / (ema_epochs *
 steps_per_epoch)` (a time constant of `ema_epochs` epochs). `applied(model)` puts the averages into the model for
 the duration of a `with` block (validation, model selection) and restores the trained weights after it. Buffers
-and non-float parameters are not averaged. The state (averages, n; not the decay, which the settings give) is part of the checkpoint.
+and non-float parameters are not averaged. The state (averages, n; not the decay, which the settings give) is part
+of the checkpoint.
 """
 from __future__ import annotations
 

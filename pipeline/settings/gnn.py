@@ -31,8 +31,8 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
 
 
 def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSettings:
-    """Training's settings (`lr`, `epochs`, `configs_per_graph`, `ema_epochs` by search); validation scores as `infer`, with
-    `gnn.valid_tta` orderings when set."""
+    """Training's settings (`lr`, `epochs`, `configs_per_graph`, `ema_epochs` by search); validation scores as
+    `infer`, with `gnn.valid_tta` orderings when set."""
     kind, search = collection.kind, collection.search
     return TrainSettings(lr=float(by_search(gnn.lr, "gnn.lr", kind, search)), weight_decay=float(gnn.weight_decay),
                          warmup_frac=float(gnn.warmup_frac), schedule=str(gnn.schedule),
