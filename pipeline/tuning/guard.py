@@ -18,7 +18,9 @@ move (`move_errors`); binned by blocks changed, each bin's margin is the error q
 (`distance_margins`), so a small change is held to the error of small changes and a far one to that of far ones.
 Stage autotune also samples the valid graphs of the source's other layout collections (`pipeline.tuning.evidence`):
 a `default` collection's configurations lie a few blocks from the compiler default, where a `random` collection's
-do not.
+do not. With `guard.shrink` (the default) each bin's predictions are first scaled by the slope of true on predicted
+gain of its valid moves (`distance_shrinkage`): next to the default the models overrate a move, and the margins are
+then measured on the scaled predictions, which the search and the tool use too (`search.Guard.calibrated`).
 
 Stage autotune writes `<models_dir>/autotune/<slug>.json` (`guard_file`) per collection of data.collections; the
 tool reads it and refuses, naming the stage, when it is missing or was made on other data settings.
@@ -54,11 +56,13 @@ class GuardSettings:
     siblings: bool               # also measure on the valid graphs of the source's other layout collections
     chain: bool                  # guarded steps from the default (`pipeline.tuning.chain`) instead of one jump
     step_budget: int             # chain: evaluations per step at most
+    shrink: bool = False         # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
         return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
-                   bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]))
+                   bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]),
+                   bool(cfg["shrink"]))
 
 
 @dataclass(frozen=True)
@@ -212,16 +216,51 @@ def model_errors(samples: Sequence[ValidSample], weights: Mapping[str, float],
     return np.concatenate(errors), np.concatenate(distances)
 
 
+def move_gains(predicted: np.ndarray) -> np.ndarray:
+    """float64 [C * (C - 1)]: the gain yhat_j - yhat_i the model predicts for each move j -> i of one graph (the
+    order of `move_errors`)."""
+    p = np.asarray(predicted, dtype=np.float64)
+    i, j = np.nonzero(~np.eye(len(p), dtype=bool))
+    return p[j] - p[i]
+
+
+def distance_shrinkage(per_graph: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                       upto: Sequence[int]) -> list[float]:
+    """Per distance bin (`upto`, the bins of `distance_margins`), from each graph's (true move gains, predicted
+    move gains, distances): the least-squares slope through the origin of true on predicted gain, pooled over the
+    graphs, clipped to [0, 1]. Near the default the models overrate a move (slopes 0.35-0.77 for one block on the
+    built-in valid graphs): the slope says how much of a predicted gain of that distance was real, and a prediction
+    is never trusted more than as it comes."""
+    true = np.concatenate([np.asarray(t, dtype=np.float64) for t, _, _ in per_graph])
+    predicted = np.concatenate([np.asarray(p, dtype=np.float64) for _, p, _ in per_graph])
+    j = np.searchsorted(np.asarray(upto), np.concatenate([np.asarray(d) for _, _, d in per_graph]), side="left")
+    slopes = []
+    for b in range(len(upto)):
+        t, p = true[j == b], predicted[j == b]
+        power = float(np.dot(p, p))
+        slopes.append(float(np.clip(np.dot(t, p) / power, 0.0, 1.0)) if power > 0 else 0.0)
+    return slopes
+
+
 def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], slopes: Mapping[str, float],
-                quantile: float, min_pairs: int) -> dict:
-    """One model's entry of the guard file: weights, margin, margin by distance (`distance_margins`), pairs,
-    error quantiles, distance evidence."""
+                quantile: float, min_pairs: int, shrink: bool = False) -> dict:
+    """One model's entry of the guard file: weights, margin, margin by distance (`distance_margins`; with `shrink`
+    of the predictions scaled per bin, `distance_shrinkage`, stored as "shrink"), pairs, error quantiles, distance
+    evidence."""
     errors, distances = model_errors(samples, weights, slopes)
-    moves = [move_errors(s.feat, s.log_runtime, predicted, s.apart) for s, predicted in zip(samples, predictions(
-             samples, weights, slopes)) if np.asarray(s.feat).ndim == 3]
+    layout = [(s, predicted) for s, predicted in zip(samples, predictions(samples, weights, slopes))
+              if np.asarray(s.feat).ndim == 3]
+    moves = [move_errors(s.feat, s.log_runtime, predicted, s.apart) for s, predicted in layout]
+    by_distance = distance_margins(moves, quantile, min_pairs) if moves else None
+    if by_distance is not None and shrink:
+        gains = [move_gains(predicted) for _, predicted in layout]
+        truth = [(g - e, g, d) for (e, d), g in zip(moves, gains)]      # e = -t_gain + p_gain: t_gain = p_gain - e
+        scale = distance_shrinkage(truth, by_distance["upto"])
+        upto = np.asarray(by_distance["upto"])
+        scaled = [(-(t - np.take(scale, np.searchsorted(upto, d, side="left")) * g), d) for t, g, d in truth]
+        by_distance = {**distance_margins(scaled, quantile, min_pairs), "shrink": scale}
     return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
-            "margin_by_distance": distance_margins(moves, quantile, min_pairs) if moves else None,
-            "pairs": int(len(errors)),
+            "margin_by_distance": by_distance, "pairs": int(len(errors)),
             "error_quantiles": {str(q): float(np.quantile(errors, q)) if len(errors) else None
                                 for q in REPORTED_QUANTILES},
             "distance": distance_evidence(errors, distances)}

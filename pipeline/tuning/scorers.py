@@ -232,7 +232,8 @@ def measure_guard(cfg: DictConfig, collection: Collection, max_configs: int, bat
              "split": CALIBRATION_SPLIT, "error_quantile": settings.error_quantile, "graphs": len(samples),
              "sibling_graphs": len(extra), **trust_region(evidence),
              "calibrations": {name: vars(cal) for name, cal in calibrations.items()},
-             "models": {model: model_guard(evidence, weights, slopes, settings.error_quantile, settings.min_pairs)
+             "models": {model: model_guard(evidence, weights, slopes, settings.error_quantile, settings.min_pairs,
+                                          settings.shrink)
                         for model, weights in per_model.items()}}
     return table, members
 
@@ -244,7 +245,8 @@ def guide_of(table: Mapping, model: str, collection: Collection, members: Mappin
     names = list(entry["weights"])
     steps = entry.get("margin_by_distance") if by_distance else None
     rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"),
-                 (tuple(steps["upto"]), tuple(steps["margin"])) if steps else None)
+                 (tuple(steps["upto"]), tuple(steps["margin"])) if steps else None,
+                 tuple(steps["shrink"]) if steps and "shrink" in steps else None)
     return Guide(model, collection, [members[n] for n in names], [entry["weights"][n] for n in names],
                  [Calibration(**table["calibrations"][n]) for n in names], rule)
 

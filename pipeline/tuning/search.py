@@ -254,19 +254,30 @@ class Guard:
     faster than the default by more than the margin, by no more than `max_gain` (None: any), and changing at most
     `max_changed` blocks (None: any), the region where the margin was measured. The margin is `margin`, or with
     `by_distance` ((d_1, d_2, ...), (m_1, m_2, ...)) m_j for a pick changing at most d_j blocks (more than the last
-    d: never measured, never kept)."""
+    d: never measured, never kept). With `shrink` (s_1, s_2, ...) beside `by_distance`, a prediction of bin j is
+    first scaled by s_j (`calibrated`), the valid moves' slope of true on predicted gains at that distance."""
 
     margin: float
     max_gain: float | None = None
     max_changed: int | None = None
     by_distance: tuple | None = None
+    shrink: tuple | None = None
+
+    def _bin(self, changed: int) -> int:
+        return int(np.searchsorted(self.by_distance[0], changed, side="left"))
 
     def margin_at(self, changed: int) -> float:
         if self.by_distance is None:
             return self.margin
-        upto, margins = self.by_distance
-        j = int(np.searchsorted(upto, changed, side="left"))
-        return float(margins[j]) if j < len(upto) else np.inf
+        j = self._bin(changed)
+        return float(self.by_distance[1][j]) if j < len(self.by_distance[0]) else np.inf
+
+    def calibrated(self, score: float, changed: int) -> float:
+        """The prediction of a candidate changing `changed` blocks, scaled by its bin's `shrink` (if any)."""
+        if self.shrink is None or self.by_distance is None or changed == 0:
+            return score
+        j = self._bin(changed)
+        return float(self.shrink[j]) * score if j < len(self.shrink) else score
 
     def penalty(self, changed: int) -> float:
         """What a search adds to a candidate's prediction: +inf outside the region, the margin at its distance
@@ -278,19 +289,23 @@ class Guard:
         return self.margin_at(changed) if self.by_distance is not None else 0.0
 
     def ranked(self, score: float, changed: int) -> float:
-        """A search's value of a candidate predicted `score` that changes `changed` blocks: score + penalty, +inf
-        when predicted faster than `max_gain` (a gain the valid split never showed is refused anyway)."""
+        """A search's value of a candidate predicted `score` that changes `changed` blocks: the calibrated
+        prediction + penalty, +inf when predicted faster than `max_gain` (a gain the valid split never showed is
+        refused anyway)."""
+        score = self.calibrated(score, changed)
         if self.max_gain is not None and score < -self.max_gain:
             return np.inf
         return score + self.penalty(changed)
 
     def keeps(self, score: float, changed: int = 0) -> bool:
+        score = self.calibrated(score, changed)
         return (score < -self.margin_at(changed) and (self.max_gain is None or score >= -self.max_gain)
                 and (self.max_changed is None or changed <= self.max_changed))
 
 
 def guard(result: SearchResult, default: np.ndarray, rule: Guard) -> tuple[np.ndarray, float, bool]:
     """(candidate, score, kept): the pick when `rule` keeps it, else the default with score 0 and kept False."""
-    if rule.keeps(result.score, changed_blocks(result.candidate)):
-        return result.candidate, result.score, True
+    changed = changed_blocks(result.candidate)
+    if rule.keeps(result.score, changed):
+        return result.candidate, rule.calibrated(result.score, changed), True
     return np.asarray(default, dtype=np.int16), 0.0, False

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from pipeline.trained import PredictError
-from pipeline.tuning.guard import (ValidSample, distance_evidence, distance_margins, error_margin, guard_file,
-                                   model_guard, move_errors, moves_apart, pair_errors, read_guard, trust_region)
-from pipeline.tuning.search import Guard
+from pipeline.tuning.guard import (ValidSample, distance_evidence, distance_margins, distance_shrinkage, error_margin,
+                                   guard_file, model_guard, move_errors, move_gains, moves_apart, pair_errors,
+                                   read_guard, trust_region)
+from pipeline.tuning.search import Guard, SearchResult, guard
 
 
 def layout_rows() -> np.ndarray:
@@ -99,6 +100,41 @@ def test_the_rule_by_distance_asks_each_pick_the_margin_of_its_distance():
     assert rule.ranked(-0.02, 1) == pytest.approx(-0.01) and rule.ranked(-0.25, 3) == pytest.approx(-0.05)
     assert rule.ranked(0.0, 0) == 0.0 and rule.ranked(-0.6, 1) == np.inf and rule.ranked(-0.1, 10) == np.inf
     assert Guard(0.3).ranked(-0.2, 50) == -0.2                  # one margin for all: the prediction itself
+
+
+def test_shrinkage_is_the_slope_of_true_on_predicted_gains_per_bin_within_0_and_1():
+    # bin 1 (d <= 1): sum(t p) = 0.02 + 0.02, sum(p^2) = 0.08 -> 0.5; bin 2: 0.16 / 0.16 -> 1
+    per_graph = [(np.array([0.1, -0.1, 0.4]), np.array([0.2, -0.2, 0.4]), np.array([1, 1, 2]))]
+    assert distance_shrinkage(per_graph, [1, 2]) == [pytest.approx(0.5), pytest.approx(1.0)]
+    overrated, contrary = (np.array([0.5]), np.array([0.1]), np.array([1])), (np.array([-0.1]), np.array([0.1]),
+                                                                             np.array([2]))
+    assert distance_shrinkage([overrated, contrary], [1, 2]) == [1.0, 0.0]          # clipped: 5 -> 1, -1 -> 0
+    assert distance_shrinkage([overrated], [1, 2]) == [1.0, 0.0]                    # an empty bin: 0
+    # moves j -> i in the order of move_errors: (i, j) = (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)
+    np.testing.assert_allclose(move_gains(np.array([0.0, -0.1, -0.5])), [-0.1, -0.5, 0.1, -0.4, 0.5, 0.4])
+
+
+def test_model_guard_with_shrinkage_measures_the_margin_of_the_scaled_predictions():
+    samples = [ValidSample(layout_rows(), np.array([0.0, 0.1, -0.2]), {"fake": np.array([0.0, -0.05, -0.25])})]
+    entry = model_guard(samples, {"fake": 1.0}, {"fake": 2.0}, 1.0, 1, shrink=True)   # predictions [0, -0.1, -0.5]
+    # moves j -> i, true gain T = y_j - y_i, predicted G = yhat_j - yhat_i. One block (rows 0, 1): (T, G) = (0.1,
+    # -0.1), (-0.1, 0.1): slope -1 -> 0, errors -(T - 0 G) = -0.1, 0.1. Two blocks: (-0.2, -0.5), (-0.3, -0.4),
+    # (0.2, 0.5), (0.3, 0.4): slope 0.44 / 0.82 = 22 / 41, errors -(T - 22 / 41 G): largest 0.3 - 0.4 * 22 / 41
+    steps = entry["margin_by_distance"]
+    assert steps["upto"] == [1, 2] and steps["shrink"] == [0.0, pytest.approx(22 / 41)]
+    assert steps["margin"] == [pytest.approx(0.1), pytest.approx(0.1)]     # 0.0854 (0.3 unscaled) < the nearer 0.1
+    assert "shrink" not in model_guard(samples, {"fake": 1.0}, {"fake": 2.0}, 1.0, 1)["margin_by_distance"]
+
+
+def test_the_rule_with_shrinkage_judges_and_reports_the_scaled_prediction():
+    rule = Guard(margin=0.3, by_distance=((1, 4), (0.05, 0.2)), shrink=(0.5, 1.0))
+    assert rule.calibrated(-0.12, 1) == pytest.approx(-0.06) and rule.calibrated(-0.12, 3) == -0.12
+    assert rule.calibrated(-0.12, 9) == -0.12 and rule.calibrated(0.0, 0) == 0.0
+    assert not rule.keeps(-0.08, 1) and rule.keeps(-0.12, 1)      # -0.04 within the margin 0.05; -0.06 beyond it
+    assert rule.ranked(-0.12, 1) == pytest.approx(-0.01)          # -0.06 + the margin 0.05
+    pick = np.array([[1, 0, 0]], dtype=np.int16)
+    _, score, kept = guard(SearchResult(pick, -0.12, 10, 0.0), np.zeros_like(pick), rule)
+    assert kept and score == pytest.approx(-0.06)                 # the reported prediction is the scaled one
 
 
 def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
