@@ -228,7 +228,7 @@ def distance_shrinkage(per_graph: Sequence[tuple[np.ndarray, np.ndarray, np.ndar
                        upto: Sequence[int]) -> list[float]:
     """Per distance bin (`upto`, the bins of `distance_margins`), from each graph's (true move gains, predicted
     move gains, distances): the least-squares slope through the origin of true on predicted gain, pooled over the
-    graphs, clipped to [0, 1]. Near the default the models overrate a move (slopes 0.35-0.77 for one block on the
+    graphs, clipped to [0, 1]. Near the default the models overrate a move (slopes 0.27-0.92 for one block on the
     built-in valid graphs): the slope says how much of a predicted gain of that distance was real, and a prediction
     is never trusted more than as it comes."""
     true = np.concatenate([np.asarray(t, dtype=np.float64) for t, _, _ in per_graph])

@@ -114,6 +114,7 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
     sample_pick = featurizer_baseline(program, space, collection, scorer, s.stage_budget, featurize_search,
                                       s.search.batch, rule, s.seed)
     t_default = truth.default_ns
+    unguarded_blocks = int(np.count_nonzero(found.unguarded.candidate))
     t_pick, t_random, t_sample, t_unguarded, *t_points = truth.runtime_ns(
         space.encode(np.stack([pick, random_pick, sample_pick, found.unguarded.candidate, *found.points])))
     row = {"program": program.name, "collection": collection.name, "model": guide.model,
@@ -121,11 +122,10 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
            "t_oracle_ns": oracle_ns, "share": share_of_gain(t_default, t_pick, oracle_ns),
            "oracle_gain": 1.0 - oracle_ns / t_default,
            "predicted_ratio": float(np.exp(predicted)), "verified_ratio": float(t_pick / t_default),
-           "guard_kept_pick": bool(kept), "margin": rule.margin, "evaluations": result.evaluations,
+           "guard_kept_pick": bool(kept), "margin": rule.margin_at(unguarded_blocks), "evaluations": result.evaluations,
            "changed_blocks": int(np.count_nonzero(pick)),
-           "unguarded": {"predicted_ratio": float(np.exp(found.unguarded.score)),
-                         "verified_ratio": float(t_unguarded / t_default),
-                         "changed_blocks": int(np.count_nonzero(found.unguarded.candidate))},
+           "unguarded": {"predicted_ratio": float(np.exp(rule.calibrated(found.unguarded.score, unguarded_blocks))),
+                         "verified_ratio": float(t_unguarded / t_default), "changed_blocks": unguarded_blocks},
            "t_featurizer_sample_ns": float(t_sample),
            "share_featurizer_sample": share_of_gain(t_default, t_sample, oracle_ns),
            "t_random_search_ns": float(t_random),
