@@ -12,11 +12,12 @@ each kept by the guard relative to the point it starts from, is a chain of moves
 - the chain moves to the step's best candidate when `Guard.keeps` its gain over the current point at that
   distance (beyond the margin, within `max_gain`), else it stops (also when the budget or the time is spent).
 
-The pick is the chain's end; its prediction against the default is the sum of the kept steps' gains (the scorer
-predicts against the default, so it is the end's own prediction). Every step's evaluations count against the one
-budget, and a candidate scored in one step is ranked again in the next without being rescored. Every kept step
-passed the guard, so a chain never returns a point that a step's guard refused; without a kept step the pick is
-the default (as `search.guard` returns it).
+The pick is the chain's end; its prediction against the default is the sum of the kept steps' gains, each as the
+guard judged it (`Guard.calibrated`: scaled by its distance's slope with `autotune.guard.shrink`; unscaled, the sum
+is the end's own prediction, since the scorer predicts against the default). Every step's evaluations count
+against the one budget, and a candidate scored in one step is ranked again in the next without being rescored.
+Every kept step passed the guard, so a chain never returns a point that a step's guard refused; without a kept
+step the pick is the default (as `search.guard` returns it).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Step:
     """One kept step of a chain."""
 
     changed: int                 # blocks the step changes (its distance from the point it starts from)
-    gain: float                  # predicted log runtime of its end minus its start (< -margin)
+    gain: float                  # predicted log runtime of its end minus its start, as judged (< -margin)
     margin: float                # the guard's margin at that distance
 
 
@@ -75,10 +76,10 @@ def chain_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: 
         if distance == 0 or not rule.keeps(gain, distance):
             refused = result if distance else None
             break
-        steps.append(Step(distance, gain, rule.margin_at(distance)))
+        steps.append(Step(distance, rule.calibrated(gain, distance), rule.margin_at(distance)))
         current = np.asarray(result.candidate, dtype=np.int16)
         points.append(current)
-    end = SearchResult(current, predicted[current.tobytes()], spent, time.perf_counter() - started)
+    end = SearchResult(current, float(sum(step.gain for step in steps)), spent, time.perf_counter() - started)
     return ChainResult(end, tuple(steps), tuple(points), refused)
 
 

@@ -75,6 +75,19 @@ def test_every_step_of_a_chain_is_one_the_guard_keeps(problem, seed):
     assert found.result.evaluations <= 2000
 
 
+def test_a_chain_with_shrinkage_keeps_and_sums_the_scaled_step_gains(problem):
+    space, _ = problem
+    rule = Guard(0.1, by_distance=((1, 2, 4), (0.001, 0.002, 0.01)), max_gain=0.04, max_changed=6,
+                 shrink=(0.5, 0.5, 0.5))
+    stub = Noisy(space)
+    found = chain_search(space, stub, SETTINGS, 2000, 200, np.random.default_rng(0), rule)
+    assert found.kept
+    scores = stub(space.encode(np.stack(found.points)))
+    for step, before, after in zip(found.steps, scores, scores[1:]):
+        assert step.gain == pytest.approx(0.5 * (after - before)) and rule.keeps(after - before, step.changed)
+    assert found.result.score == pytest.approx(0.5 * scores[-1])               # the sum of the scaled gains
+
+
 def test_a_chain_stays_within_max_changed_of_the_default(problem):
     space, target = problem
     rule = dataclasses.replace(BY_DISTANCE, max_changed=3)
