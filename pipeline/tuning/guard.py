@@ -56,7 +56,7 @@ class GuardSettings:
     siblings: bool               # also measure on the valid graphs of the source's other layout collections
     chain: bool                  # guarded steps from the default (`pipeline.tuning.chain`) instead of one jump
     step_budget: int             # chain: evaluations per step at most
-    shrink: bool = False         # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
+    shrink: bool                 # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
@@ -254,10 +254,10 @@ def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], sl
     by_distance = distance_margins(moves, quantile, min_pairs) if moves else None
     if by_distance is not None and shrink:
         gains = [move_gains(predicted) for _, predicted in layout]
-        truth = [(g - e, g, d) for (e, d), g in zip(moves, gains)]      # e = -t_gain + p_gain: t_gain = p_gain - e
-        scale = distance_shrinkage(truth, by_distance["upto"])
-        upto = np.asarray(by_distance["upto"])
-        scaled = [(-(t - np.take(scale, np.searchsorted(upto, d, side="left")) * g), d) for t, g, d in truth]
+        # e = true loss + predicted gain g, so the true gain is g - e, and scaling g by s makes the error e - (1 - s) g
+        scale = distance_shrinkage([(g - e, g, d) for (e, d), g in zip(moves, gains)], by_distance["upto"])
+        unreal = [1.0 - np.take(scale, np.searchsorted(by_distance["upto"], d, side="left")) for _, d in moves]
+        scaled = [(e - u * g, d) for (e, d), g, u in zip(moves, gains, unreal)]
         by_distance = {**distance_margins(scaled, quantile, min_pairs), "shrink": scale}
     return {"weights": {k: float(v) for k, v in weights.items()}, "margin": error_margin(errors, quantile),
             "margin_by_distance": by_distance, "pairs": int(len(errors)),

@@ -35,7 +35,7 @@ from pipeline.tuning.guard import GuardSettings
 from pipeline.tuning.scorers import Guide, guide_of, measure_guard
 from pipeline.tuning.verify_tiles import verify_tiles
 from pipeline.tuning.chain import guarded_pick
-from pipeline.tuning.search import Guard, SearchResult, SearchSettings, guard, run_search
+from pipeline.tuning.search import Guard, SearchResult, SearchSettings, changed_blocks, guard, run_search
 from pipeline.tuning.space import LayoutSpace
 
 PROGRAMS_BUILDER = "programs"
@@ -114,7 +114,7 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
     sample_pick = featurizer_baseline(program, space, collection, scorer, s.stage_budget, featurize_search,
                                       s.search.batch, rule, s.seed)
     t_default = truth.default_ns
-    unguarded_blocks = int(np.count_nonzero(found.unguarded.candidate))
+    unguarded_blocks = changed_blocks(found.unguarded.candidate)
     t_pick, t_random, t_sample, t_unguarded, *t_points = truth.runtime_ns(
         space.encode(np.stack([pick, random_pick, sample_pick, found.unguarded.candidate, *found.points])))
     row = {"program": program.name, "collection": collection.name, "model": guide.model,
