@@ -259,18 +259,17 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         print(f"synthesizing data={cfg.data.name} into {work / 'data'} ...", flush=True)
         run_stage("synthesize", [*data, f"data.collections=[{','.join(collections)}]"], log)
 
-    jobs = [(v, c) for v in variants for c in collections]
-    total = len(jobs) * (2 + len(seeds) * len(models))
+    total = len(variants) * len(collections) * (2 + len(seeds) * len(models))
     runs: dict = {v.name: {m: {c: {} for c in collections} for m in models} for v in variants}
     bar = tqdm(total=total, desc="bench_quality", unit="run")
-    for variant, slug in jobs:
+    for variant in variants:                  # every collection pruned first: a variant may read its siblings
         shared = work / variant.name / "shared"
         base = [*data, *variant.overrides, f"paths.pruned_dir={work / variant.name / 'pruned'}"]
-        for module in ("prune", "heuristic"):
+        for slug, module in [(slug, module) for slug in collections for module in ("prune", "heuristic")]:
             bar.set_postfix_str(f"{variant.name} {module} {slug}")
             run_stage(module, ["--collection", slug, *base, *out_paths(shared)], log)
             bar.update()
-        for seed in seeds:
+        for slug, seed in [(slug, seed) for slug in collections for seed in seeds]:
             folder = work / variant.name / f"seed{seed}"
             heuristic = folder / "predictions" / "heuristic" / slug
             shutil.copytree(shared / "predictions" / "heuristic" / slug, heuristic, dirs_exist_ok=True)

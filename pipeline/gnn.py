@@ -45,7 +45,9 @@ from pipeline.graphnet.settings import GnnSettings
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.scoring import metrics as scoring
-from pipeline.pruned import REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, iter_split
+from pipeline.pruned import (INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir,
+                             iter_split)
+from pipeline.pruning.normalize import Normalizer
 from pipeline.settings.gnn import gnn_settings
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
@@ -60,6 +62,21 @@ CURVE_COLUMNS = ["seed", "epoch", "loss", "valid_score", "lr"]   # no timings (p
 def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[PrunedGraph]:
     """The memory-mapped pruned graphs of one split."""
     return list(iter_split(cfg.paths.pruned_dir, collection.slug, split))
+
+
+def sibling_train_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
+    """gnn.joint_sources: the train graphs of `collection.sibling` (the other source, the same search; the schema
+    made sure it is configured), their `node_feat` recomputed from `node_feat_raw` with THIS collection's normaliser
+    (its columns and statistics) and their ids prefixed with the sibling's slug."""
+    sibling = collection.sibling
+    folder = collection_dir(cfg.paths.pruned_dir, sibling.slug)
+    if not (folder / INDEX_FILE).exists():
+        raise ValueError(f"{folder / INDEX_FILE} missing: {collection.slug} trains on {sibling.slug}'s train graphs "
+                         f"too; run `dvc repro prune@{sibling.slug}` first")
+    normalizer = Normalizer.load(collection_dir(cfg.paths.pruned_dir, collection.slug) / NORMALIZER_FILE)
+    return [dataclasses.replace(g, graph_id=f"{sibling.slug}/{g.graph_id}",
+                                node_feat=normalizer.apply(g.node_feat_raw))   # [nodes, this collection's columns]
+            for g in iter_split(cfg.paths.pruned_dir, sibling.slug, "train")]
 
 
 def output_dirs(cfg: DictConfig, collection: Collection) -> tuple[Path, Path]:
@@ -112,6 +129,8 @@ def train_collection(cfg: DictConfig, collection: Collection, member: int, setti
     train, valid = pruned_graphs(cfg, collection, "train"), pruned_graphs(cfg, collection, "valid")
     if not train:
         raise ValueError(f"{cfg.paths.pruned_dir}/{collection.slug}: no train graphs; run the prune stage first")
+    if settings.joint_sources:
+        train = train + sibling_train_graphs(cfg, collection)
     spec = settings.spec(train[0].node_feat.shape[1])
     seed = member_seed(settings.seed, member)
     torch.manual_seed(seed)                              # identical initial weights on every rank

@@ -33,7 +33,7 @@ from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch,
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
-GNN_LAYOUT_ONLY = ("node_reduce",)                     # by-search gnn keys only layout models read (no tile entry)
+GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources")   # by-search gnn keys only layout models read (no tile entry)
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31,
 # a cross-key rule of `validate`)
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
@@ -128,6 +128,7 @@ SCHEMA = Group({
         "cross_pooled": Bool(), "effective_layout": Bool(), "edge_mismatch": Bool(),
         "node_reduce": BySearch(Str(GNN_REDUCTIONS)),   # layout models only: no tile entry needed
         "pooled_head": Bool(),
+        "joint_sources": BySearch(Bool()),       # layout models only: also train on the other source's graphs
         "tile_geometry": Bool(),                  # tile models: the tile relative to the kernel's output
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
@@ -221,6 +222,7 @@ def validate(cfg: Mapping) -> None:
     if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
+    check_joint_sources(gnn, list(cfg["data"]["collections"]))
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
@@ -255,6 +257,21 @@ def check_label_grades(lgbm: Mapping) -> None:
         if lgbm[kind]["objective"] == "rank_xendcg" and lgbm[kind]["label_grades"] > LIGHTGBM_XENDCG_GRADES:
             raise SettingsError(f"lgbm.{kind}.label_grades", lgbm[kind]["label_grades"],
                                 f"an integer 2..{LIGHTGBM_XENDCG_GRADES} for objective rank_xendcg")
+
+
+def check_joint_sources(gnn: Mapping, collections: Sequence[str]) -> None:
+    """gnn.joint_sources trains a layout collection on its sibling's train graphs too (the other source, the same
+    search: stage gnn reads the sibling's pruned folder), so wherever it is on the sibling must be configured."""
+    value = gnn["joint_sources"]
+    for collection in COLLECTIONS:
+        if collection.kind != "layout" or not {collection.name, collection.slug} & set(collections):
+            continue
+        on = value.get(collection.search, False) if isinstance(value, Mapping) else value
+        sibling = collection.sibling
+        if on and not {sibling.name, sibling.slug} & set(collections):
+            key = f"gnn.joint_sources.{collection.search}" if isinstance(value, Mapping) else "gnn.joint_sources"
+            raise SettingsError(key, on, f"false while data.collections lacks {sibling.slug}, whose train graphs "
+                                         f"{collection.slug} would train on")
 
 
 def check_synthesized_by(data: Mapping) -> None:

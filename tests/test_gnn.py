@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from pruned_graphs import make_layout_graph, make_tile_graph
+from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
 
 from pipeline import gnn as gnn_stage
 from pipeline.config import compose, repo_root
@@ -18,7 +18,8 @@ from pipeline.graphnet.checkpoint import load_checkpoint, load_model
 from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.files import write_json
-from pipeline.pruned import REPORT_FILE, save_pruned_graph, spread_summary, write_index
+from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, save_pruned_graph, spread_summary, write_index
+from pipeline.pruning.normalize import Normalizer
 from pipeline.settings.gnn import gnn_settings, model_spec
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.settings_types import SettingsError
@@ -263,3 +264,60 @@ def test_seed_members_are_distinct_and_the_stage_averages_their_ranks(tmp_path, 
         assert report["gain_over_best_member"] == pytest.approx(metrics[split]["score"] - max(scores))
     curve = pd.read_csv(tmp_path / "plots" / "gnn" / collection.slug / "curve.csv")
     assert curve["seed"].tolist() == [0, 0, 3, 3]
+
+
+def write_normalizer(root: Path, slug: str) -> Normalizer:
+    """A hand-set normaliser over node_feat_raw columns 0..FEAT_DIM-1 (column 1 logged) for `slug`."""
+    normalizer = Normalizer(columns=list(range(FEAT_DIM)), log=[c == 1 for c in range(FEAT_DIM)],
+                            mean=[1.0] * FEAT_DIM, std=[2.0] * FEAT_DIM, pad_value=-1.0, train_nodes=10)
+    normalizer.save(root / "pruned" / slug / NORMALIZER_FILE)
+    return normalizer
+
+
+def test_joint_sources_reads_the_sibling_train_graphs_normalised_as_this_collection(tmp_path):
+    own, sibling = Collection.parse("layout-xla-random"), Collection.parse("layout-nlp-random")
+    cfg = compose(overrides(tmp_path))
+    write_collection(tmp_path, own)
+    with pytest.raises(ValueError, match=r"layout-nlp-random/index.csv missing: .*prune@layout-nlp-random"):
+        gnn_stage.sibling_train_graphs(cfg, own)
+    write_collection(tmp_path, sibling)
+    write_normalizer(tmp_path, own.slug)
+    folder = tmp_path / "pruned" / sibling.slug / "train" / "train_0"
+    raw = np.zeros((6, NODE_FEAT_DIM), np.float32)          # train_0 has 6 nodes
+    raw[0, :3] = [5.0, np.e - 1, -1.0]                       # column 1 is logged: log1p(e - 1) = 1
+    np.save(folder / "node_feat_raw.npy", raw)
+    graphs = gnn_stage.sibling_train_graphs(cfg, own)
+    assert [g.graph_id for g in graphs] == [f"layout-nlp-random/train_{i}" for i in range(GRAPHS["train"])]
+    assert graphs[0].node_feat.shape == (6, FEAT_DIM) and graphs[0].node_feat.dtype == np.float32
+    np.testing.assert_allclose(graphs[0].node_feat[0], [2.0, 0.0, -1.0, -0.5, -0.5, -0.5], atol=1e-6)
+    np.testing.assert_allclose(graphs[0].node_feat[1:], -0.5)               # (0 - 1) / 2 everywhere else
+    assert graphs[0].node_config_feat.shape[1] == 2                          # the sibling's configs unchanged
+
+
+def test_joint_sources_trains_on_both_sources_and_tile_ignores_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    own, sibling = Collection.parse("layout-xla-random"), Collection.parse("layout-nlp-random")
+    for collection in (own, sibling):
+        write_collection(tmp_path, collection)
+    write_normalizer(tmp_path, own.slug)
+    seen = []
+    real_fit = gnn_stage.fit
+
+    def spy(model, spec, train, *args, **kwargs):
+        seen.append(sorted(g.graph_id for g in train))
+        return real_fit(model, spec, train, *args, **kwargs)
+
+    monkeypatch.setattr(gnn_stage, "fit", spy)
+    gnn_stage.main(["--collection", own.slug, *overrides(tmp_path),
+                    "gnn.joint_sources={random: true, default: false}"])
+    own_ids = [f"train_{i}" for i in range(GRAPHS["train"])]
+    assert seen == [sorted(own_ids + [f"layout-nlp-random/{g}" for g in own_ids])]
+    check_outputs(tmp_path, own, world_size=1)
+    cfg = compose([*overrides(tmp_path), "gnn.joint_sources=true"])
+    assert [gnn_settings(cfg, Collection.parse(s)).joint_sources
+            for s in ("tile-xla", "layout-xla-default", "layout-nlp-random")] == [False, True, True]
+    assert gnn_settings(compose(overrides(tmp_path)), own).joint_sources is False        # the default
+    assert (own.sibling, sibling.sibling, Collection.parse("tile-xla").sibling) == (sibling, own, None)
+    with pytest.raises(SettingsError, match=r"gnn.joint_sources.default=True: .*lacks layout-xla-default"):
+        compose(["data.collections=[layout-nlp-default]", "gnn.joint_sources={random: false, default: true}"])
+    compose(["data.collections=[layout-nlp-default]", "gnn.joint_sources={random: true, default: false}"])

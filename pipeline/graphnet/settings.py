@@ -26,6 +26,7 @@ class GnnSettings:
     seed: int                         # the global seed the member seeds derive from
     min_gap_quantile: float | None    # None: train.min_gap; else from the duplicate spread prune measured
     prune_hops: int | None            # prune.hops for this collection (None: whole graphs)
+    joint_sources: bool               # layout: also train on the other source's train graphs of the same search
 
     def spec(self, node_feat_dim: int) -> ModelSpec:
         """The model spec for pruned graphs with `node_feat_dim` normalised node feature columns."""

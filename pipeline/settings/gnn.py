@@ -85,4 +85,6 @@ def gnn_settings(cfg, collection: Collection) -> GnnSettings:
                        member_workers=int(gnn.member_workers),
                        members=tuple(int(s) for s in gnn.seeds), seed=int(cfg.seed),
                        min_gap_quantile=_optional_float(gnn.min_gap_quantile),
-                       prune_hops=prune_hops(cfg.prune.hops, collection))
+                       prune_hops=prune_hops(cfg.prune.hops, collection),
+                       joint_sources=collection.kind == "layout" and bool(
+                           by_search(gnn.joint_sources, "gnn.joint_sources", collection.kind, collection.search)))

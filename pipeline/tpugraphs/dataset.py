@@ -45,6 +45,14 @@ class Collection:
         """Folder under npz/, e.g. layout/xla/random."""
         return Path(*self.name.split(":"))
 
+    @property
+    def sibling(self) -> "Collection | None":
+        """The layout collection of the other source and the same search (xla <-> nlp); None for tile."""
+        if self.kind != "layout":
+            return None
+        other = "nlp" if self.source == "xla" else "xla"
+        return Collection.parse(f"{self.kind}:{other}:{self.search}")
+
     @staticmethod
     def parse(name_or_slug: "str | Collection") -> "Collection":
         if isinstance(name_or_slug, Collection):
