@@ -103,7 +103,9 @@ class Objective:
             self.best, self.best_score = row.copy(), self.cache[key]
 
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
-        """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach)."""
+        """float64 [B] scores of candidates [B, NC, 3] (+inf for those the budget or time did not reach), each scored
+        in its canonical form (`LayoutSpace.canonical`: a block spelt out as its default is the default)."""
+        candidates = self.space.canonical(candidates)
         keys = [c.tobytes() for c in candidates]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         for key in dict.fromkeys(keys):

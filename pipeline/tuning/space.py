@@ -65,6 +65,25 @@ class LayoutSpace:
         return out
 
     @functools.cached_property
+    def default_choices(self) -> np.ndarray:
+        """int16 [NC, 3]: the choice (>= 1) that spells out the block's compiler-default layout, 0 where the block
+        does not apply."""
+        out = np.zeros(self.ranks.shape, dtype=np.int16)
+        for (k, b), rank in np.ndenumerate(self.ranks):
+            if rank:
+                out[k, b] = 1 + layout_id(self.defaults[k][b])
+        return out
+
+    def canonical(self, candidates: np.ndarray) -> np.ndarray:
+        """int16 copy of candidates [..., NC, 3] with every block set explicitly to its compiler-default layout written
+        as the default (choice 0). Both spell one configuration (the cost models resolve -1 to that layout), but a
+        model that reads the "was default" flags can score them apart and find a gain in pinning what the compiler
+        does anyway; the search scores and reports the canonical form only."""
+        cand = np.asarray(candidates, dtype=np.int16)
+        explicit = (cand == self.default_choices) & (self.default_choices > 0)
+        return np.where(explicit, DEFAULT_CHOICE, cand).astype(np.int16)
+
+    @functools.cached_property
     def _free(self) -> np.ndarray:
         return np.argwhere(self.n_choices > 1)
 

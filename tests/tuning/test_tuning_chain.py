@@ -19,7 +19,8 @@ BY_DISTANCE = Guard(0.1, by_distance=((1, 2, 8), (0.005, 0.03, 0.1)))
 @pytest.fixture
 def problem():
     space = space_of(RESHAPES)
-    target = space.random(1, 0.0, np.random.default_rng(7))[0]          # every free block a permutation
+    target = space.canonical(space.random(1, 0.0, np.random.default_rng(7))[0])   # every free block a permutation
+    # (canonical: a block drawn as its own default layout is the default, which is all a search reaches)
     return space, target
 
 
@@ -42,12 +43,12 @@ def test_a_chain_reaches_the_optimum_that_one_guarded_jump_cannot(problem, algor
     s = dataclasses.replace(SETTINGS, algorithm=algorithm)
     jump = guarded_pick(space, Stub(space, target), s, 3000, np.random.default_rng(0), BY_DISTANCE, False, 300)
     assert jump.kept and np.count_nonzero(jump.candidate) == 1                   # one block, as far as one jump goes
-    stub = Stub(space, target)
-    found = chain_search(space, stub, s, 3000, 300, np.random.default_rng(0), BY_DISTANCE)
+    stub = Stub(space, target)               # 600 a step: evolution reached the target on 11 of 12 rng seeds (300: 6)
+    found = chain_search(space, stub, s, 6000, 600, np.random.default_rng(0), BY_DISTANCE)
     assert found.kept and np.array_equal(found.result.candidate, target)
     assert found.result.score == pytest.approx(-0.08) == pytest.approx(sum(x.gain for x in found.steps))
     assert [x.changed for x in found.steps] == [1] * 8 and all(x.margin == 0.005 for x in found.steps)
-    assert found.result.evaluations == stub.rows <= 3000                       # every step's evaluations count
+    assert found.result.evaluations == stub.rows <= 6000                       # every step's evaluations count
 
 
 @pytest.mark.parametrize("rule", [Guard(0.1, by_distance=((1, 2, 8), (0.015, 0.03, 0.1))),

@@ -79,3 +79,14 @@ def test_a_long_program_is_searched_in_linear_time(monkeypatch):
     monkeypatch.setattr(np, "ndenumerate", lambda a: calls.append(1) or original(a))
     draws = long.random(8, 0.5, np.random.default_rng(0))
     assert draws.shape == (8, 600, 3) and len(calls) <= 1
+
+
+def test_a_block_spelt_out_as_its_default_layout_is_the_default():
+    space = space_of(DOT_RESHAPE)                                  # every block row-major (1, 0) by default
+    assert space.default_choices.tolist() == [[2, 2, 0], [2, 2, 0]]   # permutations(2) = (0, 1), (1, 0)
+    cand = np.array([[[2, 1, 0], [2, 2, 0]], [[1, 2, 0], [0, 1, 0]]], dtype=np.int16)   # [2, NC, 3]
+    canonical = space.canonical(cand)
+    assert canonical.dtype == np.int16
+    assert canonical.tolist() == [[[0, 1, 0], [0, 0, 0]], [[1, 0, 0], [0, 1, 0]]]
+    assert cand[0, 0, 0] == 2                                      # a copy: the input is unchanged
+    assert (space.encode(canonical[:1])[0, 1] == -1).all()          # the reshape spelt out as default: all -1
