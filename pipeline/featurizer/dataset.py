@@ -62,7 +62,7 @@ def read_programs(paths: Sequence[Path]) -> list[tuple[str, HloModule]]:
             raise ValueError(f"{path}: same file stem {stem!r} as {seen[stem]}; rename one of them")
         seen[stem] = path
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise ValueError(f"{path}: cannot read HLO text ({err})") from None
         programs.append((stem, parse_module(text, str(path))))

@@ -24,6 +24,7 @@ from pipeline.hlo.text import Computation, HloModule, HloParseError, Instruction
 
 SPLIT_MARKERS = ("cluster", "while", "cond")
 T = TypeVar("T")
+INT_FAILURE = "invalid literal for int()"   # how int() reports a value that is not an integer
 
 
 def _fail(module: HloModule, inst: Instruction | Computation, expected: str, found: str | None = None):
@@ -131,7 +132,10 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
             fields["padding"] = at.padding(a["padding"])
         fields["is_stable"] = a.get("is_stable", "false") == "true"
     except ValueError as err:
-        raise _fail(module, inst, f"{err} (in {inst.name})") from None
+        message = str(err)
+        if message.startswith(INT_FAILURE):          # Python's wording for int('x'): say what was expected instead
+            message = "an integer, found " + message.split(": ", 1)[-1]
+        raise _fail(module, inst, f"{message} (in {inst.name})") from None
     return fields
 
 

@@ -154,7 +154,7 @@ class _Reader:
     """Parses one module text; `fail` raises HloParseError at a line."""
 
     def __init__(self, text: str, source: str):
-        self.lines, self.source = text.splitlines(), source
+        self.lines, self.source = text.removeprefix("\ufeff").splitlines(), source   # a UTF-8 BOM is no text
 
     def fail(self, line: int, expected: str, found: str | None = None) -> HloParseError:
         return HloParseError(self.source, line, expected, found)

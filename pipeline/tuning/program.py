@@ -35,7 +35,7 @@ class Program:
 
 def read_text(path: Path) -> str:
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: cannot read HLO text ({err})") from None
 

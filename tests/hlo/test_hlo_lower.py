@@ -163,6 +163,7 @@ def test_entry_first_still_orders_callees_first():
     ("m = f32[2,3]{1,0} multiply(d, d)", "m = q32[2,3]{1,0} multiply(d, d)", 13, "a shape"),
     ("dimensions={1}", "dimensions={one}", 15, "a list of integers"),
     ("HloModule tiny", "Module tiny", 1, "'HloModule NAME, ...' as the first line"),
+    ("parameter(1)\n  d", "parameter(1\x00)\n  d", 11, "an integer, found '1\\x00' (in w)"),   # not int()'s words
 ])
 def test_errors_name_the_source_and_line(old, new, line, expected):
     assert old in LOWERED
@@ -171,6 +172,11 @@ def test_errors_name_the_source_and_line(old, new, line, expected):
     message = str(err.value)
     assert message.startswith(f"prog.hlo.txt:{line}: expected {expected}") and "\n" not in message
     assert err.value.line == line
+
+
+def test_a_byte_order_mark_and_windows_line_ends_are_not_part_of_the_text():
+    assert parse_module("\ufeff" + LOWERED, "bom.hlo.txt") == parse_module(LOWERED, "bom.hlo.txt")
+    assert parse_module(LOWERED.replace("\n", "\r\n"), "bom.hlo.txt") == parse_module(LOWERED, "bom.hlo.txt")
 
 
 def test_an_opcode_newer_than_the_dataset_gets_id_0_as_the_official_extractor_writes(capsys):
