@@ -15,6 +15,14 @@ CALLED_KEYS = ("calls", "to_apply", "body", "condition", "select", "scatter", "t
                "false_computation", "branch_computations", "called_computations")
 
 
+def integer(value: str, what: str = "an integer") -> int:
+    """'3' -> 3 (a parameter number, a group count, an iota dimension)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{what}, found {value!r}") from None
+
+
 def int_list(value: str, what: str = "a list of integers {0,1,...}") -> tuple[int, ...]:
     """'{0,1}' -> (0, 1); '{}' -> ()."""
     text = value.strip()
