@@ -185,7 +185,7 @@ SCHEMA = Group({
                          "local_share": FRACTION, "mutation_extra": NON_NEGATIVE, "random_default_prob": PROBABILITY,
                          "combos": COUNT, "time_limit_s": POSITIVE}),
         "guard": Group({"error_quantile": FRACTION, "by_distance": Bool(), "min_pairs": COUNT, "siblings": Bool(),
-                        "chain": Bool(), "step_budget": COUNT, "shrink": Bool()}),
+                        "chain": Bool(), "step_budget": COUNT, "shrink": Bool(), "measured_blocks": Bool()}),
         "calibration": Group({"configs": COUNT}),
         "oracle": Group({"budget": COUNT, "random_samples": COUNT, "batch": COUNT}),
         "tile": Group({"max_configs": Int(low=2)}),

@@ -12,7 +12,7 @@ from conftest import BIN
 
 from pipeline.autotune import main
 from pipeline.hlo.featurize import layout_program, parse_module
-from pipeline.tpugraphs.dataset import graph_paths
+from pipeline.tpugraphs.dataset import Collection, graph_paths
 from pipeline.tuning.search import Guard
 from pipeline.tuning.space import LayoutSpace
 
@@ -117,6 +117,12 @@ def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
         assert f"{obj['instruction']} = " in jax_hlo["lowered"] and f"{obj['computation']} " in jax_hlo["lowered"]
     picked = space.from_layouts(result["layouts"], "mine.json")
     assert np.array_equal(space.decode(space.encode(picked[None]))[0], picked)
+    slug = Collection.parse(result["collection"]).slug
+    table = json.loads((dest / "models" / "autotune" / f"{slug}.json").read_text())
+    measured = {tuple(kind) for kind in table["measured_blocks"]}          # what stage autotune saw change on valid
+    assert all(space.kinds[k][b] in measured for k, b in np.argwhere(picked != 0))
+    frozen = space.only_kinds(table["measured_blocks"]).frozen_kinds()
+    assert sum(u["blocks"] for u in result["unmeasured_blocks"]) == sum(frozen.values())
     for tile in result["tiles"]:
         assert tile["fusion"].startswith("jit_jax_program.") and len(tile["tile"]) == len(tile["default_tile"])
 

@@ -57,12 +57,13 @@ class GuardSettings:
     chain: bool                  # guarded steps from the default (`pipeline.tuning.chain`) instead of one jump
     step_budget: int             # chain: evaluations per step at most
     shrink: bool                 # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
+    measured_blocks: bool        # search only blocks of kinds the valid configurations changed (`changed_kinds`)
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
         return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
                    bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]),
-                   bool(cfg["shrink"]))
+                   bool(cfg["shrink"]), bool(cfg["measured_blocks"]))
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class ValidSample:
     feat: np.ndarray             # [C, NC, 18] int8 (layout) or [C, 24] float32 (tile)
     log_runtime: np.ndarray      # [C] float64
     raw: dict                    # member name -> float64 [C]
+    kinds: frozenset = frozenset()   # layout: `changed_kinds` of the graph's sampled rows
 
     @cached_property
     def apart(self) -> np.ndarray:
@@ -88,8 +90,23 @@ def sample_valid(graphs: Sequence[PrunedGraph], members: Sequence, max_configs: 
         feat = np.asarray(graph.config_feat if graph.config_feat is not None else graph.node_config_feat)[rows]
         raw = {m.name: np.concatenate([m.raw(with_configs(graph, feat[lo:lo + batch]))
                                        for lo in range(0, len(rows), batch)]).astype(np.float64) for m in members}
-        samples.append(ValidSample(feat, np.log(np.asarray(graph.config_runtime, dtype=np.float64)[rows]), raw))
+        kinds = changed_kinds(graph.node_opcode[graph.node_config_ids], feat) if feat.ndim == 3 else frozenset()
+        samples.append(ValidSample(feat, np.log(np.asarray(graph.config_runtime, dtype=np.float64)[rows]), raw,
+                                   kinds))
     return samples
+
+
+def changed_kinds(opcodes: np.ndarray, node_config_feat: np.ndarray) -> frozenset:
+    """The kinds (opcode id, block 0/1/2, rank) of the blocks that differ between some rows of one graph's layout
+    configurations [C, NC, 18], opcodes [NC] of its configurable nodes: the moves the valid split measured. A
+    block of another kind was never changed there, so its error was never seen: on layout:xla:random (convolutions,
+    2-d dots, reshapes) the models predicted a 4-d dot's two blocks 3.3x faster, and the cost model timed them 4%
+    slower (docs/autotune.md, "Blocks no valid configuration changed")."""
+    feat = np.asarray(node_config_feat)
+    blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)               # [C, NC, 3, 6]
+    ranks = (blocks != -1).sum(axis=3).max(axis=0)                             # [NC, 3]
+    varied = (blocks != blocks[:1]).any(axis=(0, 3))                           # [NC, 3]
+    return frozenset((int(opcodes[k]), int(b), int(ranks[k, b])) for k, b in np.argwhere(varied & (ranks > 0)))
 
 
 def non_default_blocks(node_config_feat: np.ndarray) -> np.ndarray:
@@ -266,11 +283,13 @@ def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], sl
             "distance": distance_evidence(errors, distances)}
 
 
-def trust_region(samples: Sequence[ValidSample]) -> dict:
+def trust_region(samples: Sequence[ValidSample], measured_blocks: bool = False) -> dict:
     """Where the valid split measured the margin, model-independent: `max_changed`, the most blocks a layout
     configuration changed from its graph's reference (None for tile), and `max_gain`, the largest true log
     runtime gain seen: layout over the reference, tile over the compiler default (tile runtimes are normalised by
-    the default's; docs/tpugraphs-format.md). A pick beyond either was never checked against the truth."""
+    the default's; docs/tpugraphs-format.md). A pick beyond either was never checked against the truth. With
+    `measured_blocks` (layout) also "measured_blocks": the sorted kinds [opcode id, block, rank] any sample changed
+    (`changed_kinds`); a search changes no other block."""
     changed, gains = [0], [0.0]
     for sample in samples:
         y = sample.log_runtime
@@ -281,7 +300,10 @@ def trust_region(samples: Sequence[ValidSample]) -> dict:
         else:
             gains.append(float(-y.min()))
     layout = any(np.asarray(s.feat).ndim == 3 for s in samples)
-    return {"max_changed": max(changed) if layout else None, "max_gain": max(gains)}
+    region = {"max_changed": max(changed) if layout else None, "max_gain": max(gains)}
+    if layout and measured_blocks:
+        region["measured_blocks"] = sorted(list(kind) for kind in frozenset().union(*(s.kinds for s in samples)))
+    return region
 
 
 def guard_file(models_dir: str | Path, slug: str) -> Path:
@@ -303,4 +325,4 @@ def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) 
     if not isinstance(entry, dict) or "margin" not in entry:
         raise PredictError(f"{path}: no guard for model {model!r}; run stage {STAGE} (dvc repro)")
     return {**entry, "calibrations": table.get("calibrations", {}), "max_gain": table.get("max_gain"),
-            "max_changed": table.get("max_changed")}
+            "max_changed": table.get("max_changed"), "measured_blocks": table.get("measured_blocks")}

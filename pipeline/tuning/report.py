@@ -3,7 +3,8 @@
 Tool JSON (`<out>/<program>.json`): program, model, collection, budget, evaluations, seconds,
 predicted_runtime_ratio (pick / default, from the calibrated model), guarded (true: the default was kept),
 layouts (one object per configurable instruction, `LayoutSpace.layouts`), tiles (per fused kernel: fusion,
-computation, tile sizes), changes (the changes worth most, predicted).
+computation, tile sizes), changes (the changes worth most, predicted), unmeasured_blocks (the kinds of block kept at
+the default because the valid split never changed one: `unmeasured`).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from pipeline.tpugraphs.opcodes import OPCODE_NAMES
 from pipeline.tuning.space import BLOCKS, LayoutSpace
 
 MIN_ORACLE_GAIN = 0.01          # programs where the oracle gains less are listed apart (share undefined)
@@ -25,15 +27,19 @@ def share_of_gain(t_default: float, t_pick: float, t_oracle: float) -> float | N
 
 
 def changes(space: LayoutSpace, candidate: np.ndarray, scorer: Callable[[np.ndarray], np.ndarray], score: float,
-            top: int, batch: int) -> list[dict]:
+            top: int, batch: int, calibrated: Callable[[float, int], float] | None = None) -> list[dict]:
     """The `top` changed blocks worth most: for each, the predicted log runtime ratio lost by reverting it alone
-    to the default (`worth`, larger = more important), with the default and chosen minor-to-major."""
+    to the default (`worth`, larger = more important), with the default and chosen minor-to-major. `score` is the
+    pick's prediction as reported; `calibrated(prediction, changed blocks)` (the guard's `Guard.calibrated`) puts
+    each reverted candidate's prediction on the same scale first (None: as the scorer gives it)."""
     moved = np.argwhere(np.asarray(candidate) != 0)                                 # [changed blocks, (k, b)]
     if len(moved) == 0:
         return []
     reverted = np.repeat(np.asarray(candidate, dtype=np.int16)[None], len(moved), axis=0)   # [M, NC, 3]
     reverted[np.arange(len(moved)), moved[:, 0], moved[:, 1]] = 0
     worth = np.concatenate([scorer(space.encode(reverted[lo:lo + batch])) for lo in range(0, len(moved), batch)])
+    if calibrated is not None:
+        worth = np.array([calibrated(float(w), len(moved) - 1) for w in worth])
     worth = worth - score
     rows = []
     for i in np.argsort(-worth, kind="stable")[:top]:
@@ -45,6 +51,12 @@ def changes(space: LayoutSpace, candidate: np.ndarray, scorer: Callable[[np.ndar
     return rows
 
 
+def unmeasured(space: LayoutSpace) -> list[dict]:
+    """The frozen blocks of `space` by kind: [{"opcode", "block", "rank", "blocks"}], most blocks first."""
+    return [{"opcode": OPCODE_NAMES.get(opcode, str(opcode)), "block": BLOCKS[block], "rank": rank, "blocks": count}
+            for (opcode, block, rank), count in sorted(space.frozen_kinds().items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def summary_lines(result: dict) -> list[str]:
     """The tool's printout: predicted speed-up and the top changes."""
     ratio = result["predicted_runtime_ratio"]
@@ -54,6 +66,10 @@ def summary_lines(result: dict) -> list[str]:
     if result["guarded"]:
         head += "; no pick passed the guard (the valid split's error margin and region): the default is kept"
     lines = [head]
+    frozen = result.get("unmeasured_blocks") or []
+    if frozen:
+        kinds = ", ".join(f"{u['opcode']} {u['block']} rank {u['rank']} x{u['blocks']}" for u in frozen)
+        lines.append(f"  kept at the default, a kind of block no valid configuration changed: {kinds}")
     for c in result["changes"]:
         lines.append(f"  {c['computation']}/{c['instruction']} {c['block']}: {c['default']} -> {c['chosen']} "
                      f"(worth {c['worth']:+.4f} log runtime)")

@@ -230,7 +230,7 @@ def measure_guard(cfg: DictConfig, collection: Collection, max_configs: int, bat
     evidence = samples + extra
     table = {"collection": collection.name, "data_fingerprint": data_fingerprint(cfg.data),
              "split": CALIBRATION_SPLIT, "error_quantile": settings.error_quantile, "graphs": len(samples),
-             "sibling_graphs": len(extra), **trust_region(evidence),
+             "sibling_graphs": len(extra), **trust_region(evidence, settings.measured_blocks),
              "calibrations": {name: vars(cal) for name, cal in calibrations.items()},
              "models": {model: model_guard(evidence, weights, slopes, settings.error_quantile, settings.min_pairs,
                                           settings.shrink)
@@ -246,7 +246,8 @@ def guide_of(table: Mapping, model: str, collection: Collection, members: Mappin
     steps = entry.get("margin_by_distance") if by_distance else None
     rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"),
                  (tuple(steps["upto"]), tuple(steps["margin"])) if steps else None,
-                 tuple(steps["shrink"]) if steps and "shrink" in steps else None)
+                 tuple(steps["shrink"]) if steps and "shrink" in steps else None,
+                 None if table.get("measured_blocks") is None else tuple(map(tuple, table["measured_blocks"])))
     return Guide(model, collection, [members[n] for n in names], [entry["weights"][n] for n in names],
                  [Calibration(**table["calibrations"][n]) for n in names], rule)
 
@@ -262,5 +263,5 @@ def load_guide(cfg: DictConfig, model: str, collection: Collection) -> Guide:
         raise PredictError(f"{path}: measured with weights {entry['weights']}, but the models now use {weights}; "
                            f"run stage autotune (dvc repro)")
     table = {"models": {model: entry}, "calibrations": entry["calibrations"], "max_gain": entry["max_gain"],
-             "max_changed": entry["max_changed"]}
+             "max_changed": entry["max_changed"], "measured_blocks": entry["measured_blocks"]}
     return guide_of(table, model, collection, members, bool(cfg.autotune.guard.by_distance))

@@ -257,13 +257,16 @@ class Guard:
     `max_changed` blocks (None: any), the region where the margin was measured. The margin is `margin`, or with
     `by_distance` ((d_1, d_2, ...), (m_1, m_2, ...)) m_j for a pick changing at most d_j blocks (more than the last
     d: never measured, never kept). With `shrink` (s_1, s_2, ...) beside `by_distance`, a prediction of bin j is
-    first scaled by s_j (`calibrated`), the valid moves' slope of true on predicted gains at that distance."""
+    first scaled by s_j (`calibrated`), the valid moves' slope of true on predicted gains at that distance.
+    `measured_blocks` ((opcode id, block, rank), ...): the kinds of block the valid configurations changed; the
+    tool and stage search the space `LayoutSpace.only_kinds` of them (None: every block)."""
 
     margin: float
     max_gain: float | None = None
     max_changed: int | None = None
     by_distance: tuple | None = None
     shrink: tuple | None = None
+    measured_blocks: tuple | None = None
 
     def _bin(self, changed: int) -> int:
         return int(np.searchsorted(self.by_distance[0], changed, side="left"))

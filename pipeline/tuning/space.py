@@ -5,13 +5,16 @@ a choice index: 0 = the compiler default (an all -1 block), c >= 1 = `permutatio
 minor-to-major order. A block that does not apply (the kernel of a dot or reshape) has one choice, 0. Batches of
 candidates are [B, NC, 3]; `encode` turns them into `node_config_feat` rows int8 [B, NC, 18] exactly as the
 dataset writes them (docs/tpugraphs-format.md), `decode` goes back, and `layouts` / `from_layouts` give and read
-the JSON objects the autotune tool writes (names as in the HLO text).
+the JSON objects the autotune tool writes (names as in the HLO text). A space may hold `frozen` blocks (`only_kinds`):
+the searches never change them, and `canonical` writes them as the default.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -36,6 +39,7 @@ class LayoutSpace:
     node_config_ids: np.ndarray      # [NC] int64, sorted
     ranks: np.ndarray                # [NC, 3] int64: tensor rank of each block, 0 where the block does not apply
     defaults: tuple                  # [NC][3]: the compiler-default minor-to-major tuple, None where not applicable
+    frozen: np.ndarray | None = dataclasses.field(default=None, compare=False)   # [NC, 3] bool: kept at the default
 
     @classmethod
     def of(cls, graph: HloGraph, node_config_ids: Sequence[int], where: str) -> "LayoutSpace":
@@ -81,15 +85,48 @@ class LayoutSpace:
         does anyway; the search scores and reports the canonical form only."""
         cand = np.asarray(candidates, dtype=np.int16)
         explicit = (cand == self.default_choices) & (self.default_choices > 0)
+        if self.frozen is not None:
+            explicit = explicit | self.frozen
         return np.where(explicit, DEFAULT_CHOICE, cand).astype(np.int16)
 
     @functools.cached_property
     def _free(self) -> np.ndarray:
         return np.argwhere(self.n_choices > 1)
 
+    @functools.cached_property
+    def _searched(self) -> np.ndarray:
+        return self._free if self.frozen is None else np.argwhere((self.n_choices > 1) & ~self.frozen)
+
     def free_blocks(self) -> np.ndarray:
         """int64 [F, 2]: (node position, block) of every block with more than one choice."""
         return self._free.copy()
+
+    def search_blocks(self) -> np.ndarray:
+        """int64 [S, 2]: the free blocks a search may change (every free block not `frozen`)."""
+        return self._searched.copy()
+
+    @functools.cached_property
+    def kinds(self) -> list[list[tuple[int, int, int] | None]]:
+        """[NC][3]: each free block's kind (opcode id, block, rank), None where the block does not apply."""
+        opcodes = [self.graph.nodes[int(n)].opcode for n in self.node_config_ids]
+        return [[(int(opcodes[k]), b, int(self.ranks[k, b])) if self.n_choices[k, b] > 1 else None
+                 for b in range(len(BLOCKS))] for k in range(self.n_nodes)]
+
+    def only_kinds(self, kinds: Collection[Sequence[int]] | None) -> "LayoutSpace":
+        """This space with every free block whose kind (`kinds`: opcode id, block, rank) is not in `kinds` frozen at
+        the compiler default; itself when kinds is None."""
+        if kinds is None:
+            return self
+        allowed = {tuple(int(v) for v in kind) for kind in kinds}
+        frozen = np.array([[kind is not None and kind not in allowed for kind in row] for row in self.kinds],
+                          dtype=bool).reshape(self.n_choices.shape)                # [NC, 3]
+        return dataclasses.replace(self, frozen=frozen)
+
+    def frozen_kinds(self) -> Counter:
+        """Counter of the kinds (opcode id, block, rank) of the frozen blocks."""
+        if self.frozen is None:
+            return Counter()
+        return Counter(self.kinds[k][b] for k, b in np.argwhere(self.frozen))
 
     def default(self, n: int = 1) -> np.ndarray:
         """int16 [n, NC, 3]: the compiler default, n times."""
@@ -155,28 +192,30 @@ class LayoutSpace:
         return cand
 
     def random(self, n: int, default_prob: float, rng: np.random.Generator) -> np.ndarray:
-        """int16 [n, NC, 3]: each free block the default with `default_prob`, else a uniform permutation."""
+        """int16 [n, NC, 3]: each searched block the default with `default_prob`, else a uniform permutation."""
         cand = self.default(n)
-        for k, b in self.free_blocks():
+        for k, b in self._searched:
             count = int(self.n_choices[k, b])
             draw = rng.integers(1, count, size=n)
             cand[:, k, b] = np.where(rng.random(n) < default_prob, DEFAULT_CHOICE, draw)
         return cand
 
     def mutate(self, parents: np.ndarray, mean_extra: float, rng: np.random.Generator) -> np.ndarray:
-        """Copies of parents [B, NC, 3], each with 1 + Poisson(mean_extra) random free blocks set to a random
-        other choice."""
+        """Copies of parents [B, NC, 3], each with 1 + Poisson(mean_extra) random searched blocks set to a random
+        other choice (unchanged copies when there is none)."""
         children = np.array(parents, dtype=np.int16, copy=True)
-        free, counts = self.free_blocks(), self.n_choices
+        free, counts = self._searched, self.n_choices
+        if len(free) == 0:
+            return children
         for child in children:
             for k, b in free[rng.integers(len(free), size=1 + rng.poisson(mean_extra))]:
                 child[k, b] = (child[k, b] + rng.integers(1, counts[k, b])) % counts[k, b]
         return children
 
     def moves(self, candidate: np.ndarray) -> np.ndarray:
-        """int64 [N, 3]: every single-block change (k, b, choice) of candidate [NC, 3], free blocks in order, choices
-        ascending (memory N x 3: a real program has hundreds of thousands of them)."""
-        free = self.free_blocks()                                                    # [F, 2] (k, b)
+        """int64 [N, 3]: every single-block change (k, b, choice) of candidate [NC, 3], searched blocks in order,
+        choices ascending (memory N x 3: a real program has hundreds of thousands of them)."""
+        free = self._searched                                                        # [F, 2] (k, b)
         counts = self.n_choices[free[:, 0], free[:, 1]]                              # [F]
         blocks = np.repeat(free, counts, axis=0)                                     # [sum counts, 2]
         choices = np.arange(len(blocks)) - np.repeat(np.cumsum(counts) - counts, counts)

@@ -22,7 +22,7 @@ from pipeline.config import STAGE_OUTPUT_PATHS
 from pipeline.featurizer.dataset import program_stem
 from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
-from pipeline.tuning.report import changes
+from pipeline.tuning.report import changes, unmeasured
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.space import LayoutSpace
@@ -79,6 +79,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
                            read_text(request.optimized) if request.optimized else None, str(request.optimized))
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
     guide = load_guide(cfg, model, collection)
+    space = space.only_kinds(guide.rule.measured_blocks)    # the blocks of kinds the valid split changed
     tile_guide = None
     if program.tiles:
         tile_collection = checked_collection(cfg, str(cfg.autotune.tile_collection), "tile",
@@ -94,12 +95,12 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
                                s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", name))
-        top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch)
+        top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch, guide.rule.calibrated)
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
            "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
-           "layouts": space.layouts(pick), "tiles": tiles, "changes": top}
+           "layouts": space.layouts(pick), "tiles": tiles, "changes": top, "unmeasured_blocks": unmeasured(space)}
     if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
         out["chain_steps"] = [vars(step) for step in found.steps]
     path = folder / f"{name}.json"

@@ -86,7 +86,9 @@ def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
 
 
 def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, rule: Guard) -> np.ndarray:
-    ranked = [rule.ranked(float(x), int(np.count_nonzero(c))) for x, c in zip(scores, candidates)]
+    frozen = np.zeros(space.n_choices.shape, dtype=bool) if space.frozen is None else space.frozen     # [NC, 3]
+    ranked = [np.inf if (c[frozen] != 0).any() else rule.ranked(float(x), int(np.count_nonzero(c)))
+              for x, c in zip(scores, candidates)]
     best = int(np.argmin(ranked))
     return guard(SearchResult(candidates[best], float(scores[best]), len(scores), 0.0), space.default()[0], rule)[0]
 
@@ -105,6 +107,7 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
                    featurize_search: SearchParams) -> tuple[dict, dict]:
     """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
     scorer, rule = guide.scorer(template), guide.rule
+    space = space.only_kinds(rule.measured_blocks)          # the blocks of kinds the valid split changed
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
     found = guarded_pick(space, scorer, s.search, s.stage_budget, rng, rule, s.guard.chain, s.guard.step_budget)
     pick, predicted, kept, result = found.candidate, found.score, found.kept, found.search

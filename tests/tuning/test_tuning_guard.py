@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pipeline.trained import PredictError
-from pipeline.tuning.guard import (ValidSample, distance_evidence, distance_margins, distance_shrinkage, error_margin,
-                                   guard_file, model_guard, move_errors, move_gains, moves_apart, pair_errors,
-                                   read_guard, trust_region)
+from pipeline.tuning.guard import (ValidSample, changed_kinds, distance_evidence, distance_margins, distance_shrinkage,
+                                   error_margin, guard_file, model_guard, move_errors, move_gains, moves_apart,
+                                   pair_errors, read_guard, trust_region)
 from pipeline.tuning.search import Guard, SearchResult, guard
 
 
@@ -46,6 +46,20 @@ def test_model_guard_and_region_of_a_hand_made_valid_split():
     assert trust_region(samples) == {"max_changed": 2, "max_gain": pytest.approx(0.2)}
     tile = [ValidSample(np.zeros((2, 24), np.float32), np.array([-0.1, 0.5]), {"fake": np.zeros(2)})]
     assert trust_region(tile) == {"max_changed": None, "max_gain": pytest.approx(0.1)}   # over the default
+
+
+def test_the_kinds_of_blocks_a_valid_sample_changed():
+    feat = np.full((3, 2, 18), -1, dtype=np.int8)                  # 3 configs, 2 nodes
+    feat[:, 0, 6:9] = [2, 0, 1]                                    # node 0 input: set, but the same in every row
+    feat[1, 0, 0:3] = [0, 1, 2]                                    # node 0 output: varies (rank 3)
+    feat[2, 1, 12:16] = [3, 2, 1, 0]                               # node 1 kernel: varies (rank 4)
+    assert changed_kinds(np.array([26, 24]), feat) == {(26, 0, 3), (24, 2, 4)}
+    assert changed_kinds(np.array([26, 24]), feat[:1]) == frozenset()          # one row changes nothing
+    samples = [ValidSample(feat, np.zeros(3), {}, changed_kinds(np.array([26, 24]), feat)),
+               ValidSample(layout_rows(), np.array([0.0, 0.1, -0.2]), {}, changed_kinds(np.array([5]), layout_rows()))]
+    region = trust_region(samples, measured_blocks=True)
+    assert region["measured_blocks"] == [[5, 0, 2], [5, 1, 2], [24, 2, 4], [26, 0, 3]]
+    assert "measured_blocks" not in trust_region(samples)
 
 
 def test_the_rule_keeps_only_picks_inside_the_measured_region():

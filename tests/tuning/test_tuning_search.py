@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tuning_hlo import RESHAPES, space_of
+from tuning_hlo import DOT_RESHAPE, RESHAPES, space_of
 
 from pipeline.tuning.search import Guard, Objective, SearchResult, SearchSettings, guard, run_search
 
@@ -143,3 +143,19 @@ def test_a_block_spelt_out_as_its_default_is_never_scored_apart_from_the_default
     seen = np.concatenate(model.seen)                              # [rows, NC, 3]
     assert len(seen) and np.array_equal(space.canonical(seen), seen)
     assert found.score == 0.0 and np.array_equal(found.candidate, space.default()[0])
+
+
+@pytest.mark.parametrize("algorithm", ["evolution", "coordinate", "random"])
+def test_a_search_on_measured_kinds_never_changes_a_frozen_block(algorithm):
+    space = space_of(DOT_RESHAPE)                                  # dot.3, reshape.5: row-major (choice 2) by default
+    target = np.array([[1, 1, 0], [1, 1, 0]], dtype=np.int16)      # every block column-major: 0.01 each
+    narrow = space.only_kinds([space.kinds[1][0], space.kinds[1][1]])   # the reshape's kinds only: the dot frozen
+    stub = Stub(narrow, target)
+    scored = []
+    counted = lambda feat: (scored.append(narrow.decode(feat)), stub(feat))[1]   # noqa: E731
+    found = run_search(narrow, counted, SETTINGS, 300, np.random.default_rng(0), algorithm=algorithm)
+    seen = np.concatenate(scored)                                  # [rows, NC, 3]
+    assert (seen[:, 0] == 0).all() and (seen[:, 1] != 0).any()     # the dot never scored changed, the reshape was
+    assert found.candidate.tolist() == [[0, 0, 0], [1, 1, 0]]      # the optimum of what may change
+    free = run_search(space, Stub(space, target), SETTINGS, 300, np.random.default_rng(0), algorithm=algorithm)
+    assert free.candidate.tolist() == target.tolist()              # unfrozen, the dot changes too

@@ -90,3 +90,24 @@ def test_a_block_spelt_out_as_its_default_layout_is_the_default():
     assert canonical.tolist() == [[[0, 1, 0], [0, 0, 0]], [[1, 0, 0], [0, 1, 0]]]
     assert cand[0, 0, 0] == 2                                      # a copy: the input is unchanged
     assert (space.encode(canonical[:1])[0, 1] == -1).all()          # the reshape spelt out as default: all -1
+
+
+def test_only_kinds_freezes_the_blocks_of_other_kinds_at_the_default():
+    space = space_of(DOT_RESHAPE)                                  # dot.3 (rank 2), reshape.5 (rank 2)
+    dot, reshape = (space.graph.nodes[int(n)].opcode for n in space.node_config_ids)
+    assert space.kinds == [[(dot, 0, 2), (dot, 1, 2), None], [(reshape, 0, 2), (reshape, 1, 2), None]]
+    assert space.only_kinds(None) is space and space.frozen is None
+    narrow = space.only_kinds([[reshape, 0, 2], [reshape, 1, 2], [dot, 2, 4]])   # lists as the guard file holds
+    assert narrow.frozen.tolist() == [[True, True, False], [False, False, False]]
+    assert dict(narrow.frozen_kinds()) == {(dot, 0, 2): 1, (dot, 1, 2): 1}
+    assert narrow.search_blocks().tolist() == [[1, 0], [1, 1]] and len(narrow.free_blocks()) == 4
+    rng = np.random.default_rng(0)
+    assert (narrow.random(200, 0.0, rng)[:, 0] == 0).all()
+    assert (narrow.mutate(narrow.default(200), 2.0, rng)[:, 0] == 0).all()
+    assert set(narrow.moves(narrow.default()[0])[:, 0].tolist()) == {1}
+    cand = np.array([[[1, 1, 0], [1, 0, 0]]], dtype=np.int16)      # the dot changed: written as the default
+    assert narrow.canonical(cand).tolist() == [[[0, 0, 0], [1, 0, 0]]]
+    assert np.array_equal(narrow.decode(narrow.encode(cand)), cand)  # encoding still covers every block
+    none = space.only_kinds([])
+    assert len(none.search_blocks()) == 0 and len(none.moves(none.default()[0])) == 0
+    assert np.array_equal(none.mutate(none.default(3), 1.0, rng), none.default(3))
