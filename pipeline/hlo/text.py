@@ -3,7 +3,8 @@
 Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names, `ENTRY main.8 {`), what
 `.compile().as_text()` and `XLA_FLAGS=--xla_dump_to=DIR` dumps print (`%` names, signatures, layouts with tiles
 `{1,0:T(8,128)}`, operands with or without their shapes, `/*index=5*/` comments, metadata, backend configs, and
-the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped).
+the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped), with `//` comment
+lines anywhere a statement or the module may start.
 
 A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
 `<source>:<line>: expected <what>, found <what>`. A bounded dynamic dimension (`<=8`) reads as its bound, the size XLA
@@ -258,7 +259,8 @@ class _Reader:
             yield first, _strip_comments(text)
 
     def module(self) -> HloModule:
-        numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines) if line.strip()]
+        numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines)     # `//` comments, as XLA's lexer
+                    if line.strip() and not line.strip().startswith("//")]
         if not numbered or not numbered[0][1].startswith("HloModule"):
             first = numbered[0] if numbered else (1, "")
             raise self.fail(first[0], "'HloModule NAME, ...' as the first line", first[1])

@@ -179,6 +179,13 @@ def test_a_byte_order_mark_and_windows_line_ends_are_not_part_of_the_text():
     assert parse_module(LOWERED.replace("\n", "\r\n"), "bom.hlo.txt") == parse_module(LOWERED, "bom.hlo.txt")
 
 
+def test_line_comments_before_the_module_header_are_skipped_as_xla_skips_them():
+    commented = "// dumped by jax 0.4 for model x\n\n  // RUN: hlo-opt %s\n" + LOWERED
+    assert parse_module(commented, "c.hlo.txt") == parse_module("\n" * 3 + LOWERED, "c.hlo.txt")   # same lines
+    with pytest.raises(HloParseError, match=r"^c.hlo.txt:2: expected 'HloModule NAME, ...' as the first line"):
+        parse_module("// only a comment\nENTRY main {\n}\n", "c.hlo.txt")
+
+
 def test_an_opcode_newer_than_the_dataset_gets_id_0_as_the_official_extractor_writes(capsys):
     """`erf` (JAX's exact gelu) is not in the dataset's table: the node keeps its place, shape and edges with opcode
     id 0, and parse_module says so on stderr, once, naming the source and the opcodes."""
