@@ -90,6 +90,8 @@ def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace
     ranked = [np.inf if (c[frozen] != 0).any() else rule.ranked(float(x), int(np.count_nonzero(c)))
               for x, c in zip(scores, candidates)]
     best = int(np.argmin(ranked))
+    if not np.isfinite(ranked[best]):                       # every sample outside the region or on a frozen block
+        return space.default()[0]
     return guard(SearchResult(candidates[best], float(scores[best]), len(scores), 0.0), space.default()[0], rule)[0]
 
 

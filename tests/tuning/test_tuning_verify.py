@@ -1,11 +1,15 @@
-"""Stage autotune's pieces that need no model: which programs it verifies, and the aggregate of its rows."""
+"""Stage autotune's pieces that need no model: which programs it verifies, the aggregate of its rows, and the
+featurizer baseline's guarded pick."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from tuning_hlo import DOT_RESHAPE, space_of
 
 from pipeline.config import load_cfg
 from pipeline.tuning.report import aggregate
-from pipeline.tuning.verify import builtin_test_programs
+from pipeline.tuning.search import Guard
+from pipeline.tuning.verify import _best_guarded, builtin_test_programs
 
 
 def test_builtin_test_programs_are_the_presets_test_split_and_none_for_real_data():
@@ -27,3 +31,14 @@ def test_aggregate_averages_defined_shares_and_lists_small_gains_apart():
     assert out["small_gain_programs"] == ["c"] and out["guarded"] == 2 and "search_seconds" not in out
     empty = aggregate([])                                    # data=tpugraphs: no built-in program
     assert empty["share"] == {"mean": None, "std": None, "n": 0} and empty["min_share"] is None
+
+
+def test_the_featurizer_baseline_keeps_no_sample_that_changes_a_frozen_block():
+    space = space_of(DOT_RESHAPE).only_kinds([space_of(DOT_RESHAPE).kinds[1][0]])   # only the reshape output searched
+    dot_changed = np.array([[[1, 0, 0], [0, 0, 0]]], dtype=np.int16)                # [1, NC, 3]
+    reshape_changed = np.array([[[0, 0, 0], [1, 0, 0]]], dtype=np.int16)
+    rule = Guard(margin=0.1)
+    assert _best_guarded(np.array([-1.0]), dot_changed, space, rule).tolist() == space.default()[0].tolist()
+    both = np.concatenate([dot_changed, reshape_changed])
+    assert _best_guarded(np.array([-1.0, -0.5]), both, space, rule).tolist() == reshape_changed[0].tolist()
+    assert _best_guarded(np.array([-1.0, -0.05]), both, space, rule).tolist() == space.default()[0].tolist()
