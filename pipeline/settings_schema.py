@@ -231,7 +231,8 @@ def validate(cfg: Mapping) -> None:
 
 def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
     """gnn.mode=gst trains layout graphs segment by segment: gnn.norm=instance normalises over every node of a
-    graph, which a segment does not see, so no layout entry of gnn.norm may be `instance` then."""
+    graph, which a segment does not see, so no layout entry of gnn.norm may be `instance` then; and its fine-tuning
+    epochs train the pooled head only, so they need gnn.pooled_head."""
     if gnn["mode"] != "gst":
         return
     norm = gnn["norm"]
@@ -241,6 +242,9 @@ def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
             key = f"gnn.norm.{search}" if isinstance(norm, Mapping) else "gnn.norm"
             raise SettingsError(key, value, "layer or none when gnn.mode=gst (instance normalises over every node of "
                                             "a graph, which a segment does not see)")
+    if int(gnn["gst"]["finetune_epochs"]) > 0 and not gnn["pooled_head"]:
+        raise SettingsError("gnn.pooled_head", gnn["pooled_head"], "true when gnn.mode=gst fine-tunes its head "
+                                                                   "(gnn.gst.finetune_epochs > 0)")
 
 
 def check_log_columns(patterns: Sequence[str]) -> None:

@@ -159,6 +159,14 @@ def test_stage_in_gst_mode(tmp_path, monkeypatch):
     assert state["gst"][0]["table"] and state["spec"]["norm"] == "layer"
 
 
+def test_gst_fine_tuning_is_refused_without_the_pooled_head(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    collection = Collection.parse("layout-nlp-default")
+    write_collection(tmp_path, collection)
+    with pytest.raises(SystemExit, match=r"setting gnn.pooled_head=False: expected true when gnn.mode=gst fine-tunes"):
+        gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), *GST, "gnn.pooled_head=false"])
+
+
 def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     collection = Collection.parse("layout-nlp-default")
