@@ -122,6 +122,13 @@ class LayoutSpace:
                           dtype=bool).reshape(self.n_choices.shape)                # [NC, 3]
         return dataclasses.replace(self, frozen=frozen)
 
+    def changes_frozen(self, candidates: np.ndarray) -> np.ndarray:
+        """bool [B]: whether each of candidates [B, NC, 3] changes a frozen block (all False without any)."""
+        cand = np.asarray(candidates)
+        if self.frozen is None:
+            return np.zeros(len(cand), dtype=bool)
+        return (cand[:, self.frozen] != 0).any(axis=1)
+
     def frozen_kinds(self) -> Counter:
         """Counter of the kinds (opcode id, block, rank) of the frozen blocks."""
         if self.frozen is None:

@@ -86,9 +86,8 @@ def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
 
 
 def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, rule: Guard) -> np.ndarray:
-    frozen = np.zeros(space.n_choices.shape, dtype=bool) if space.frozen is None else space.frozen     # [NC, 3]
-    ranked = [np.inf if (c[frozen] != 0).any() else rule.ranked(float(x), int(np.count_nonzero(c)))
-              for x, c in zip(scores, candidates)]
+    ranked = [np.inf if frozen else rule.ranked(float(x), int(np.count_nonzero(c)))
+              for x, c, frozen in zip(scores, candidates, space.changes_frozen(candidates))]
     best = int(np.argmin(ranked))
     if not np.isfinite(ranked[best]):                       # every sample outside the region or on a frozen block
         return space.default()[0]

@@ -100,6 +100,9 @@ def test_only_kinds_freezes_the_blocks_of_other_kinds_at_the_default():
     narrow = space.only_kinds([[reshape, 0, 2], [reshape, 1, 2], [dot, 2, 4]])   # lists as the guard file holds
     assert narrow.frozen.tolist() == [[True, True, False], [False, False, False]]
     assert dict(narrow.frozen_kinds()) == {(dot, 0, 2): 1, (dot, 1, 2): 1}
+    rows = np.array([[[1, 0, 0], [0, 0, 0]], [[0, 0, 0], [1, 1, 0]]], dtype=np.int16)   # the dot, the reshape changed
+    assert narrow.changes_frozen(rows).tolist() == [True, False]
+    assert space.changes_frozen(rows).tolist() == [False, False]
     assert narrow.search_blocks().tolist() == [[1, 0], [1, 1]] and len(narrow.free_blocks()) == 4
     rng = np.random.default_rng(0)
     assert (narrow.random(200, 0.0, rng)[:, 0] == 0).all()
