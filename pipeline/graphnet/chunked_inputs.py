@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.graphnet.data import GraphTensors
-from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, LAYOUT_VALUES
+from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, DIM_ROLES, LAYOUT_VALUES, ROLE_POSITIONS
 from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, index_block_codes
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
@@ -111,9 +111,9 @@ class ConfigInputs:
         n_cfg, n_blocks, n_values = len(graph.node_config_ids), len(LAYOUT_BLOCKS), NODE_CONFIG_FEAT_DIM * value_dim
         slots = first.weight[:, :n_values].reshape(hidden, NODE_CONFIG_FEAT_DIM, value_dim)  # [hidden, 18, dim]
         values = torch.einsum("hsd,vd->svh", slots, encoder.value.weight)        # [18, 7, hidden]
-        width = n_blocks * DIM_FEATURES_PER_BLOCK
-        w_dims = first.weight[:, n_values:n_values + width].t()                 # [24, hidden]
-        w_dims = w_dims.reshape(n_blocks, DIM_FEATURES_PER_BLOCK, hidden)       # [3, 8, hidden]
+        width = n_blocks * encoder.block_width
+        w_dims = first.weight[:, n_values:n_values + width].t()                 # [3 * block_width, hidden]
+        w_dims = w_dims.reshape(n_blocks, encoder.block_width, hidden)          # [3, block_width, hidden]
         n_rows = n_cfg * NODE_CONFIG_FEAT_DIM * LAYOUT_VALUES                   # one per (node, slot, value)
         extra = n_cfg * n_blocks + 1 if encoder.effective else 0                 # corrections, a zero row
         self.table = torch.empty(n_rows + extra, hidden)                         # [rows, hidden]
@@ -124,7 +124,12 @@ class ConfigInputs:
                       w_dims[:, :MAX_DIMS, None], out=table)                     # [cfg, 3, 6, 7, hidden]
         table[:, :, :1].addcmul_(sizes % TPU_TILE_MINOR / TPU_TILE_MINOR, w_dims[:, MAX_DIMS:MAX_DIMS + 1, None])
         table[:, :, 1:2].addcmul_(sizes % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR,
-                                  w_dims[:, MAX_DIMS + 1:, None])
+                                  w_dims[:, MAX_DIMS + 1:MAX_DIMS + 2, None])
+        if encoder.roles:     # the roles of the dim a value names, read at the two most-minor slots
+            roles = F.pad(graph.operand_roles.float(), (0, 0, 1, 0))             # [cfg, 3, 7, roles]: -1 names none
+            w_roles = w_dims[:, DIM_FEATURES_PER_BLOCK:].reshape(n_blocks, ROLE_POSITIONS, DIM_ROLES, hidden)
+            for position in range(ROLE_POSITIONS):                               # table[:, :, position]: [cfg, 3, 7, hidden]
+                table[:, :, position] += torch.einsum("cbvr,brh->cbvh", roles, w_roles[:, position])
         table[:, 0, 0] += first.bias                                             # once per row: in slot 0
         self.index_base = torch.arange(n_cfg * NODE_CONFIG_FEAT_DIM).view(n_cfg, 1, -1) * LAYOUT_VALUES  # [cfg, 1, 18]
         if encoder.effective:

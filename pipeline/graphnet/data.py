@@ -14,8 +14,16 @@ import torch
 from pipeline.graphnet import layout_inputs
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import layouts, tiles
-from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
-                                       MAX_OPCODE, NODE_CONFIG_FEAT_DIM, NODE_FEAT_DIM, SHAPE_COLUMNS)
+from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, CONVOLUTION_OPCODE, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX,
+                                       LAYOUT_VALUE_MIN, MAX_DIMS, MAX_OPCODE, NODE_CONFIG_FEAT_DIM, NODE_FEAT_COLUMN,
+                                       NODE_FEAT_DIM, SHAPE_COLUMNS)
+
+# per layout block (output, input = operand 0, kernel = operand 1) of a convolution: the node_feat columns naming the
+# dims of the two roles `layout_operand_roles` marks (the feature dim; the batch dim, for the kernel its output feature)
+CONV_ROLE_COLUMNS = tuple(tuple(NODE_FEAT_COLUMN[f"convolution_dim_numbers_{name}"] for name in names)
+                          for names in (("output_feature_dim", "output_batch_dim"),
+                                        ("input_feature_dim", "input_batch_dim"),
+                                        ("kernel_input_feature_dim", "kernel_output_feature_dim")))
 
 
 @dataclass
@@ -35,6 +43,7 @@ class GraphTensors:
     inv_deg_producer: torch.Tensor     # [nodes] float32, 1 / consumers per node
     node_config_ids: torch.Tensor | None = None   # [configurable nodes] int64 (layout)
     operand_dims: torch.Tensor | None = None      # [configurable nodes, 3, 6] float32 raw dim sizes (layout)
+    operand_roles: torch.Tensor | None = None     # [configurable nodes, 3, 6, 2] float32 0/1 dim roles (layout)
     hlo_code: torch.Tensor | None = None          # [nodes] int64 base-7 code of each node's HLO layout (layout)
     default_blocks: torch.Tensor | None = None    # [configurable nodes, 3, 6] int64 HLO layouts (+1) a default
                                                   # output / input / kernel block stands for (layout)
@@ -105,6 +114,7 @@ def layout_static(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray) -> dic
     hlo_code = layouts.block_codes(hlo + LAYOUT_VALUE_MIN).astype(np.int64)   # [nodes]
     return {"node_config_ids": torch.from_numpy(ids.copy()),
             "operand_dims": torch.from_numpy(layout_operand_dims(graph, ids, edges, slots)),
+            "operand_roles": torch.from_numpy(layout_operand_roles(raw, np.asarray(graph.node_opcode)[ids], ids)),
             "hlo_code": torch.from_numpy(hlo_code), "default_blocks": torch.from_numpy(defaults),
             "edge_slot": torch.from_numpy(slots), "edge_consumer_k": torch.from_numpy(position[edges[:, 0]]),
             "log_elements": torch.from_numpy(layout_inputs.log_elements(raw))}
@@ -122,6 +132,22 @@ def layout_operand_dims(graph: PrunedGraph, ids: np.ndarray, edges: np.ndarray, 
     out[:, 0] = dims[ids]
     fed = slots != layouts.NOT_FED
     out[layouts.config_positions(ids, graph.n_nodes)[edges[fed, 0]], slots[fed]] = dims[edges[fed, 1]]
+    return out
+
+
+def layout_operand_roles(raw: np.ndarray, opcode: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Which dims of each configurable node's output / input / kernel play a convolution's two roles: float32
+    [configurable, 3, 6, 2], 1 where dim d of block b's tensor is the dim `CONV_ROLE_COLUMNS[b][r]` names (role 0:
+    the feature dim the matrix unit reads or writes; role 1: the batch dim, for the kernel its output feature dim).
+    Only convolutions carry dimension numbers in node_feat (columns 93-106); every other node gets zeros, as does a
+    column outside 0..5 (a malformed or re-padded entry)."""
+    out = np.zeros((len(ids), len(LAYOUT_BLOCKS), MAX_DIMS, 2), np.float32)   # [configurable, 3, 6, roles]
+    conv = np.flatnonzero(np.asarray(opcode) == CONVOLUTION_OPCODE)               # positions among configurable
+    for block, columns in enumerate(CONV_ROLE_COLUMNS):
+        for role, column in enumerate(columns):
+            dim = raw[ids[conv], column].astype(np.int64)                         # [conv nodes]
+            ok = (dim >= 0) & (dim < MAX_DIMS)
+            out[conv[ok], block, dim[ok], role] = 1.0
     return out
 
 

@@ -17,6 +17,9 @@ from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VA
 
 LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
 DIM_FEATURES_PER_BLOCK = MAX_DIMS + 2        # log sizes of the 6 dims, tile remainders of the 2 most minor
+DIM_ROLES = 2              # per dim of a convolution's tensor: its feature dim, its batch dim (kernel: output feature)
+ROLE_POSITIONS = 2         # the roles of the dims a layout puts most-minor and second-minor
+ROLE_FEATURES_PER_BLOCK = ROLE_POSITIONS * DIM_ROLES
 
 
 def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
@@ -37,6 +40,25 @@ def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> to
     minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
     return torch.cat([torch.log1p(sizes), (minor % TPU_TILE_MINOR / TPU_TILE_MINOR).unsqueeze(-1),
                       (second % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR).unsqueeze(-1)], dim=-1)
+
+
+def layout_role_features(configs: torch.Tensor, operand_roles: torch.Tensor) -> torch.Tensor:
+    """The roles (`data.layout_operand_roles`) of the dimensions a layout puts most-minor and second-minor.
+
+    Args:
+        configs: [configs, configurable, 18] embedding indices (layout value + 1; 0 = -1 padding).
+        operand_roles: [configurable, 3, 6, DIM_ROLES] float 0/1 roles of each dim of the output / input / kernel.
+    Returns:
+        [configs, configurable, 3, ROLE_FEATURES_PER_BLOCK] float: the most-minor dim's roles, then the
+        second-minor's; 0 where the block names no dim there.
+    """
+    n_configs, n_nodes, _ = configs.shape
+    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)
+    order = order[..., :ROLE_POSITIONS]                                          # [configs, nodes, 3, 2] dims, -1 none
+    roles = operand_roles.unsqueeze(0).expand(n_configs, -1, -1, -1, -1)         # [configs, nodes, 3, 6, roles]
+    index = order.clamp(min=0).unsqueeze(-1).expand(-1, -1, -1, -1, DIM_ROLES)   # [configs, nodes, 3, 2, roles]
+    picked = torch.gather(roles, 3, index) * (order >= 0).unsqueeze(-1)          # [configs, nodes, 3, 2, roles]
+    return picked.reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), ROLE_FEATURES_PER_BLOCK)  # [configs, nodes, 3, 4]
 
 
 class NodeEncoder(nn.Module):
@@ -61,14 +83,17 @@ class LayoutConfigEncoder(nn.Module):
     dimension sizes they put minor (`layout_dim_features`). With `effective`, default (-1) blocks are first replaced
     by the HLO layouts they stand for, plus a per-block "was default" flag; with `mismatch`, every node also gets
     its mismatched in/out edges under the config (`layout_inputs.mismatch_features`, the copies a config costs).
+    With `roles`, each block's dimension features also carry the roles of its two most-minor dims
+    (`layout_role_features`: a convolution's feature and batch dims).
     """
 
-    def __init__(self, hidden: int, value_dim: int, effective: bool, mismatch: bool):
+    def __init__(self, hidden: int, value_dim: int, effective: bool, mismatch: bool, roles: bool = False):
         super().__init__()
-        self.effective, self.mismatch = effective, mismatch
+        self.effective, self.mismatch, self.roles = effective, mismatch, roles
+        self.block_width = DIM_FEATURES_PER_BLOCK + (ROLE_FEATURES_PER_BLOCK if roles else 0)   # per layout block
         self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
         # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
-        width = NODE_CONFIG_FEAT_DIM * value_dim + len(LAYOUT_BLOCKS) * DIM_FEATURES_PER_BLOCK
+        width = NODE_CONFIG_FEAT_DIM * value_dim + len(LAYOUT_BLOCKS) * self.block_width
         width += len(LAYOUT_BLOCKS) if effective else 0
         self.proj = nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, hidden))
         self.not_configurable = nn.Parameter(torch.zeros(hidden))
@@ -88,7 +113,10 @@ class LayoutConfigEncoder(nn.Module):
         emb = self.value.weight[configs]                              # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
         dims = layout_dim_features(configs, graph.operand_dims)       # [configs, configurable, 3, 8]
-        dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 24]
+        if self.roles:
+            roles = layout_role_features(configs, graph.operand_roles)  # [configs, configurable, 3, 4]
+            dims = torch.cat([dims, roles], dim=-1)                   # [configs, configurable, 3, 12]
+        dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 3 * block_width]
         cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype), *parts], dim=-1))  # [configs, configurable, hidden]
         if self.copies is not None:
             mismatch = mismatch_features(effective, is_default, graph).to(dtype)  # [configs, nodes, 4]

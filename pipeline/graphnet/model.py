@@ -50,6 +50,8 @@ class ModelSpec:
     pooled_head: bool         # layout: add the MLP head on mean+max pooled nodes
     tile_geometry: bool = False   # tile: also read the tile relative to the kernel's output (tiles.tile_inputs);
                                   # the default only serves checkpoints saved before the setting existed
+    layout_roles: bool = False    # layout: also read the roles of each block's two most-minor dims (a convolution's
+                                  # feature / batch dims); the default serves checkpoints saved before it existed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,7 +86,7 @@ class LayoutModel(nn.Module):
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
         self.configs = LayoutConfigEncoder(spec.hidden, spec.config_value_dim, spec.effective_layout,
-                                           spec.edge_mismatch)
+                                           spec.edge_mismatch, spec.layout_roles)
         self.blocks = _blocks(spec, mixed=spec.cross_attention)
         pooled = 2 * spec.hidden
         self.attention = None

@@ -11,6 +11,7 @@ from pipeline.graphnet.chunked_inputs import ConfigInputs, MismatchEdges, repeat
 from pipeline.graphnet.data import graph_tensors, layout_config_batch
 from pipeline.graphnet.layout_inputs import effective_configs, mismatch_features
 from pipeline.tpugraphs import layouts
+from pipeline.tpugraphs.schema import CONVOLUTION_OPCODE
 
 
 def test_sparse_csr_adds_repeated_entries():
@@ -67,6 +68,35 @@ def test_config_inputs_equal_the_encoders_config_parts(effective, mismatch):
     assert (copies is None) == (fast_copies is None) == (not mismatch)
     if mismatch:
         torch.testing.assert_close(fast_copies.transpose(0, 1), copies[2:9], rtol=1e-6, atol=1e-6)
+
+
+def conv_graph():
+    """long_graph with its configurable nodes as convolutions whose dimension numbers differ node by node."""
+    graph = long_graph(n_nodes=40, n_configs=10)
+    ids = graph.node_config_ids
+    graph.node_opcode = graph.node_opcode.copy()
+    graph.node_opcode[ids] = CONVOLUTION_OPCODE
+    graph.node_feat_raw = graph.node_feat_raw.copy()
+    for column in (93, 94, 99, 100, 105, 106):
+        graph.node_feat_raw[ids, column] = np.arange(len(ids)) % 3 + column % 2
+    return graph
+
+
+@pytest.mark.parametrize("effective", [True, False])
+def test_config_inputs_with_roles_equal_the_encoder(effective):
+    graph = conv_graph()
+    encoder = layout_model(effective_layout=effective, edge_mismatch=False, layout_roles=True).eval().configs
+    g = graph_tensors(graph)
+    assert g.operand_roles.sum() > 0
+    configs = layout_config_batch(graph, np.arange(10))
+    with torch.no_grad():
+        delta, _ = encoder.config_parts(g, configs, torch.float32)            # [configs, configurable, hidden]
+        fast_delta, _ = ConfigInputs(encoder, g, configs).parts(slice(None), torch.float32)
+        blind = layout_model(effective_layout=effective, edge_mismatch=False, layout_roles=True).eval().configs
+        g.operand_roles = torch.zeros_like(g.operand_roles)
+        without, _ = blind.config_parts(g, configs, torch.float32)
+    torch.testing.assert_close(fast_delta.transpose(0, 1), delta, rtol=1e-5, atol=1e-5 * float(delta.abs().max()))
+    assert (delta - without).abs().max() > 1e-3                              # the roles do reach the encoder
 
 
 @pytest.mark.parametrize("effective,mismatch", [(True, True), (False, False)])

@@ -7,6 +7,7 @@ import torch
 
 from pipeline.graphnet.data import (config_batch, graph_tensors, layout_config_batch, runtimes, sample_configs, shard,
                                tile_config_batch)
+from pipeline.tpugraphs.schema import CONVOLUTION_OPCODE, DOT_OPCODE
 from pipeline.tpugraphs.tiles import TILE_INPUT_DIM, tile_inputs
 from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
 
@@ -30,6 +31,23 @@ def test_operand_dims_output_input_kernel():
     dims = graph_tensors(g).operand_dims                      # [2, 3, 6]
     assert dims[:, :, 0].tolist() == [[11, 10, 0], [14, 13, 12]]
     assert dims[:, :, 1:].abs().sum() == 0                    # -1 padding -> 0
+
+
+def test_operand_roles_mark_a_convolutions_feature_and_batch_dims():
+    g = make_layout_graph(n_nodes=5)  # configurable 1 and 4
+    g.node_opcode = np.array([0, CONVOLUTION_OPCODE, 0, 0, DOT_OPCODE])
+    raw = np.zeros((5, 140), np.float32)
+    # node 1, an NHWC convolution with an HWIO kernel: input batch 0 / feature 3, kernel input feature 2 / output
+    # feature 3, output batch 0 / feature 3; node 4 (a dot) carries numbers too, which mean nothing for a dot
+    raw[1, 93:95], raw[1, 99:101], raw[1, 105:107] = [0, 3], [2, 3], [0, 3]
+    raw[4, 93:95] = [1, 2]
+    g.node_feat_raw = raw
+    roles = graph_tensors(g).operand_roles                    # [2, 3, 6, 2]
+    assert roles.shape == (2, 3, 6, 2)
+    # blocks output, input, kernel: (feature dim, batch dim) of node 1
+    assert [roles[0, b, :, 0].argmax().item() for b in range(3)] == [3, 3, 2]
+    assert [roles[0, b, :, 1].argmax().item() for b in range(3)] == [0, 0, 3]
+    assert roles[0].sum().item() == 6 and roles[1].abs().sum().item() == 0
 
 
 def test_bad_inputs_name_the_graph():

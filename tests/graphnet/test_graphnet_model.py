@@ -9,7 +9,8 @@ from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, spec_of
 
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAttention
 from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
-from pipeline.graphnet.embeddings import LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features
+from pipeline.graphnet.embeddings import (LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features,
+                                          layout_role_features)
 from pipeline.graphnet.layers import NodeNorm, SAGEBlock, SAGEConv, SharedDropout, mean_aggregate
 from pipeline.graphnet.model import ModelSpec, build_model
 
@@ -20,7 +21,7 @@ def spec(kind: str = "layout", **overrides) -> ModelSpec:
     gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
                                 residual=True, cross_attention=True, attention_heads=2, cross_mixer="gate",
                                 cross_pooled=True, effective_layout=False, edge_mismatch=False, node_reduce="mean",
-                                pooled_head=True, tile_geometry=False) | overrides)
+                                pooled_head=True, tile_geometry=False, layout_roles=False) | overrides)
     return spec_of(gnn, kind)
 
 
@@ -211,3 +212,19 @@ def test_layout_dim_features_by_hand():
     assert f[0, 0, 0, 3:6].abs().sum() == 0                 # padding -> size 0
     assert f[0, 0, 0, 6].item() == pytest.approx(2 / 128) and f[0, 0, 0, 7].item() == pytest.approx(1 / 8)
     assert f[0, 0, 1].abs().sum() == 0                      # input block all -1
+
+
+def test_layout_role_features_by_hand():
+    roles = torch.zeros(1, 3, 6, 2)
+    roles[0, 0, 3, 0] = roles[0, 0, 0, 1] = 1                # output: feature dim 3, batch dim 0
+    configs = torch.zeros(1, 2, 18, dtype=torch.int64)       # all -1 (index 0)
+    configs[0, 0, :4] = torch.tensor([3, 1, 2, 0]) + 1       # output minor-to-major {3, 1, 2, 0}: feature minor
+    configs[0, 0, 6:10] = torch.tensor([0, 3, 1, 2]) + 1     # input {0, 3, ...}: no roles on the input block
+    configs[0, 1, :2] = torch.tensor([1, 0]) + 1             # the second node has no roles at all
+    f = layout_role_features(configs, torch.cat([roles, torch.zeros(1, 3, 6, 2)]))   # [1, 2, 3, 4]
+    assert f.shape == (1, 2, 3, 4)
+    assert f[0, 0, 0].tolist() == [1, 0, 0, 0]               # minor: feature; second-minor (dim 1): none
+    configs[0, 0, :2] = torch.tensor([0, 3]) + 1             # {0, 3, ...}: batch minor, feature second-minor
+    f = layout_role_features(configs, torch.cat([roles, torch.zeros(1, 3, 6, 2)]))
+    assert f[0, 0, 0].tolist() == [0, 1, 1, 0]
+    assert f[0, 0, 1:].abs().sum() == 0 and f[0, 1].abs().sum() == 0
