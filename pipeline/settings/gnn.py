@@ -27,7 +27,8 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
                      cross_mixer=str(gnn.cross_mixer), cross_pooled=bool(gnn.cross_pooled),
                      effective_layout=bool(gnn.effective_layout), edge_mismatch=bool(gnn.edge_mismatch),
                      node_reduce=node_reduce, pooled_head=bool(gnn.pooled_head),
-                     tile_geometry=bool(gnn.tile_geometry), layout_roles=bool(gnn.layout_roles))
+                     tile_geometry=bool(gnn.tile_geometry), layout_roles=kind == "layout" and bool(
+                         by_search(gnn.layout_roles, "gnn.layout_roles", kind, search)))
 
 
 def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSettings:
