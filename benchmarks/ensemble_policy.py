@@ -39,7 +39,7 @@ from pipeline.scoring.metrics import score_predictions  # noqa: E402
 from pipeline.tpugraphs.dataset import Collection  # noqa: E402
 
 SPLITS = ("valid", "test")
-TOLERANCES = (0.0025, 0.005, 0.01, 0.02)
+TOLERANCES = (0.0, 0.001, 0.0025, 0.005, 0.01, 0.02)
 
 
 def grid_scores(kind: str, members: dict, truth: dict, grid: np.ndarray, method: str) -> dict[str, np.ndarray]:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     work = RESULTS / args.tag
     cfg = compose([*args.common, f"paths.synthetic_dir={work / 'data'}"])
-    slugs = sorted(p.name for p in (work / args.variant / "seed0" / "predictions" / "gnn").iterdir())
+    slugs = sorted(p.name for p in (work / args.variant / "seed0" / "predictions" / "gnn").iterdir() if p.is_dir())
     figures = {slug: [seed_table(work, args.variant, cfg, slug, k) for k in range(args.seeds)] for slug in slugs}
     names = [name for name, _ in policies(list(cfg.ensemble.members))]
     overall = {p: {s: [float(np.mean([figures[c][k][p][s] for c in slugs])) for k in range(args.seeds)]
