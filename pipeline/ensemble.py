@@ -3,7 +3,8 @@
 Scores are first normalised within each graph (`minmax`, the 14th place's choice, or `rank`), so members on
 different scales mix fairly. `ensemble.weighting` then sets the weights: `equal` averages the members (no free
 weight, nothing fitted to the 5 to 20 validation graphs), `grid` scores a weight grid over the simplex (step
-`ensemble.grid_step`, every single member included) on valid and applies the best weights to test. Because every
+`ensemble.grid_step`, every single member included) on valid and applies the best weights to test; blends within
+`ensemble.tolerance` of the best valid score tie, and ties go to the blend with most weight on `ensemble.prefer`. Because every
 single member is on the grid and normalisation is monotonic within a graph, a grid ensemble's validation score is
 at least the best member's, which is why that number says little: the metrics JSON reports the gain over the
 member best on valid, on valid and on test (where the dataset has test truth). Test truth never picks weights.
@@ -38,8 +39,9 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
                              for m, p in zip(names, preds[split])}
                      for split in PREDICTED_SPLITS if truth[split] is not None}
     ensemble = cfg.ensemble
+    prefer = None if ensemble.prefer is None else names.index(ensemble.prefer)   # the schema checked it is a member
     weights = pick_weights(collection.kind, preds["valid"], truth["valid"], ensemble.weighting, ensemble.grid_step,
-                           ensemble.normalize, ensemble.tie_break)
+                           ensemble.normalize, ensemble.tie_break, float(ensemble.tolerance), prefer)
     blended = {split: blend(preds[split], weights, ensemble.normalize) for split in PREDICTED_SPLITS}
     for split, split_preds in blended.items():
         save_predictions(split_preds, predictions_path(cfg.paths.predictions_dir, "ensemble", collection.slug, split))

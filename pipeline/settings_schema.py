@@ -170,7 +170,9 @@ SCHEMA = Group({
     }),
     "ensemble": Group({"members": List(Str(MODEL_STAGES), min_len=1), "normalize": Str(("minmax", "rank")),
                        "weighting": Str(ENSEMBLE_WEIGHTINGS), "tie_break": Str(ENSEMBLE_TIE_BREAKS),
-                       "grid_step": Float(low=0.0, high=1.0, low_open=True)}),
+                       "grid_step": Float(low=0.0, high=1.0, low_open=True),
+                       "tolerance": NON_NEGATIVE,          # valid scores this close to the best tie
+                       "prefer": Optional(Str(MODEL_STAGES))}),   # the member ties go to (one of members)
     "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
     "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
@@ -223,11 +225,19 @@ def validate(cfg: Mapping) -> None:
     if cfg["data"]["kind"] == "tpugraphs" and cfg["data"]["root"] is None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
+    check_ensemble_prefer(cfg["ensemble"])
     check_joint_sources(gnn, list(cfg["data"]["collections"]))
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
     check_generator_grids(cfg["data"]["generator"])
+
+
+def check_ensemble_prefer(ensemble: Mapping) -> None:
+    """ensemble.prefer names the member that tied blends go to: it must be one of ensemble.members."""
+    prefer = ensemble["prefer"]
+    if prefer is not None and prefer not in list(ensemble["members"]):
+        raise SettingsError("ensemble.prefer", prefer, f"null or one of ensemble.members {list(ensemble['members'])}")
 
 
 def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:

@@ -69,6 +69,9 @@ ROOT = Path(__file__).resolve().parent.parent
     ("gnn=gst gnn.norm=instance", "setting gnn.norm='instance': expected layer or none when gnn.mode=gst"),
     ("gnn=gst gnn.norm={tile:instance,random:instance,default:layer}",
      "setting gnn.norm.random='instance': expected layer or none when gnn.mode=gst"),
+    ("ensemble.prefer=gnn ensemble.members=[heuristic,lgbm]",
+     "setting ensemble.prefer='gnn': expected null or one of ensemble.members ['heuristic', 'lgbm']"),
+    ("ensemble.tolerance=-0.1", "setting ensemble.tolerance=-0.1: expected a finite number >= 0.0"),
     ("lgbm.layout.objective=rank_xendcg lgbm.layout.label_grades=60",
      "setting lgbm.layout.label_grades=60: expected an integer 2..31 for objective rank_xendcg"),
 ])

@@ -54,24 +54,33 @@ def order_score(preds: Predictions, truth: Mapping[str, np.ndarray]) -> float:
 
 
 def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray],
-                   step: float, method: str, tie_break: str = "even") -> tuple[np.ndarray, float]:
+                   step: float, method: str, tie_break: str = "even", tolerance: float = 0.0,
+                   prefer: int | None = None) -> tuple[np.ndarray, float]:
     """The grid weights with the best mean validation score; returns (weights, score).
 
-    Ties on the score (a saturated validation score, e.g. tile at 1.0 for every blend) are broken by `tie_break`:
-    `order` first prefers the blend with the best `order_score` on valid (the whole configuration order, which does
-    not saturate; for layout it is the score itself, so nothing changes there); then, and for `even` at once, the
-    most even weights (least sum of squares) win, the blend that trusts the validation set least, then the first
-    on the grid. `tie_break` is one of TIE_BREAKS (the settings schema checks `ensemble.tie_break`).
+    Blends within `tolerance` of the best score tie (0: equal scores only; valid's 3-20 graphs leave a noise that a
+    tolerance can stand for). Ties go first to the blend with the most weight on member `prefer` (an index into
+    `members`; None: no preference), then to the best score, then by `tie_break`: `order` prefers the blend with the
+    best `order_score` on valid (the whole configuration order, which does not saturate where the tile score does,
+    e.g. at 1.0 for every blend; for layout it is the score itself, so nothing changes there); then, and for `even`
+    at once, the most even weights (least sum of squares) win, the blend that trusts the validation set least, then
+    the first on the grid. `tie_break` is one of TIE_BREAKS (the settings schema checks `ensemble.tie_break`).
     """
-    best_weights, best_key = None, None
+    scored = []
     for weights in weight_grid(len(members), step):
         blended = blend(members, weights, method)
         score = metrics.score_predictions(kind, blended, truth)["score"]
         order = order_score(blended, truth) if tie_break == "order" and kind == "tile" else 0.0
-        key = (score, order, -float(np.sum(weights ** 2)))
+        preferred = 0.0 if prefer is None else float(weights[prefer])
+        scored.append((weights, (preferred, score, order, -float(np.sum(weights ** 2)))))
+    best = max(key[1] for _, key in scored)
+    best_weights, best_key = None, None
+    for weights, key in scored:
+        if key[1] < best - max(tolerance, TIE):                     # not tied with the best score
+            continue
         if best_key is None or _better(key, best_key):
             best_weights, best_key = weights, key
-    return best_weights, best_key[0]
+    return best_weights, best_key[1]
 
 
 def _better(key: tuple[float, ...], best: tuple[float, ...]) -> bool:
@@ -85,11 +94,12 @@ def _better(key: tuple[float, ...], best: tuple[float, ...]) -> bool:
 
 
 def pick_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str, np.ndarray], weighting: str,
-                 step: float, method: str, tie_break: str = "even") -> np.ndarray:
+                 step: float, method: str, tie_break: str = "even", tolerance: float = 0.0,
+                 prefer: int | None = None) -> np.ndarray:
     """[members] weights summing to 1: equal, or the best of the grid on valid (`choose_weights`)."""
     if weighting == "equal":
         return np.full(len(members), 1.0 / len(members))
-    return choose_weights(kind, members, truth, step, method, tie_break)[0]
+    return choose_weights(kind, members, truth, step, method, tie_break, tolerance, prefer)[0]
 
 
 def gain_over_best_member(member_scores: Mapping[str, Mapping[str, float]],

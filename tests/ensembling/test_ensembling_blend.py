@@ -125,3 +125,25 @@ def test_blend_graph_is_blend_on_one_graph_and_reads_the_stage_weights(tmp_path)
     assert read_weights(path) == {"gnn": 1.0, "lgbm": 0.0} == read_weights(path, "programs:ab")
     with pytest.raises(ValueError, match="weights chosen on data 'programs:ab', but this run's data settings are"):
         read_weights(path, "programs_ci:cd")
+
+
+def test_tolerance_gives_near_ties_to_the_preferred_member():
+    truth = {"g": np.arange(1.0, 7.0), "h": np.arange(1.0, 7.0)}
+    best = preds_of(g=np.arange(1.0, 7.0), h=np.arange(1.0, 7.0))          # tau 1 on both graphs
+    near = preds_of(g=[2.0, 1, 3, 4, 5, 6], h=np.arange(1.0, 7.0))          # one swapped pair on g: tau 13/15
+    scores = [metrics.score_predictions("layout", p, truth)["score"] for p in (best, near)]
+    assert scores == pytest.approx([1.0, (13 / 15 + 1) / 2])                # 1 and 0.9333
+    # no tolerance: the best blend wins, whatever the preference (the pure `best` member)
+    weights, score = choose_weights("layout", [best, near], truth, 0.5, "minmax", prefer=1)
+    np.testing.assert_allclose(weights, [1.0, 0.0])
+    assert score == pytest.approx(1.0)
+    # within a tolerance of 0.1 every blend ties (the worst, `near` alone, is 0.0667 below): the preferred member
+    weights, score = choose_weights("layout", [best, near], truth, 0.5, "minmax", tolerance=0.1, prefer=1)
+    np.testing.assert_allclose(weights, [0.0, 1.0])
+    assert score == pytest.approx(scores[1])
+    # a tolerance of 0.05 leaves `near` alone out; of the blends left, the one with most weight on it
+    weights, _ = choose_weights("layout", [best, near], truth, 0.5, "minmax", tolerance=0.05, prefer=1)
+    np.testing.assert_allclose(weights, [0.5, 0.5])
+    # a tolerance without a preference changes nothing
+    weights, _ = choose_weights("layout", [best, near], truth, 0.5, "minmax", tolerance=0.1)
+    np.testing.assert_allclose(weights, [1.0, 0.0])
