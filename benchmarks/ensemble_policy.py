@@ -3,18 +3,22 @@
     python benchmarks/bench_quality.py --tag T --seeds 3 --models lgbm gnn ensemble --keep --variant 'V=' data=programs
     python benchmarks/ensemble_policy.py --tag T --variant V data=programs
 
-Stage ensemble scores a weight grid over [heuristic, lgbm, gnn] on valid (3-4 graphs per layout collection here) and
-keeps the best, ties broken by `ensemble.tie_break`. A blend that beats the GNN by less than valid's noise is then
-chosen by that noise. This script reads each seed's kept member predictions (`<tag>/<V>/seed<k>/predictions`) and
-the truth of the run's own data, scores every grid blend on valid and test once, and applies each policy:
+Stage ensemble scores a weight grid over its members (heuristic, lgbm, gnn) on valid, 3-4 graphs per layout
+collection here, and keeps the best (`pipeline.ensembling.blend.choose_weights`). This script reads each seed's kept
+member predictions (`<tag>/<V>/seed<k>/predictions`) and the truth of the run's own data, scores every grid blend on
+every valid and test graph once, and applies each policy to those scores:
 
-- `stage`: the stage's own choice (`pipeline.ensembling.blend.choose_weights` with the current settings);
-- `tolerance τ, prefer M`: among the blends within τ of the best valid score, the one with the most weight on
-  member M (then the best valid score); τ = 0 with M = the stage's tie-break is the stage's choice up to ties;
-- single members and equal weights, for reference.
+- `stage`: the stage's choice with `ensemble.tolerance` 0 and no preferred member (checked against
+  `choose_weights` on the whole of valid);
+- `tolerance τ, prefer gnn`: blends within τ of the best valid score tie, and ties go to the most weight on the GNN
+  (`ensemble.tolerance`, `ensemble.prefer`);
+- each member alone.
 
-Prints and writes `<results>/quality/<tag>_policy.md` and `.json`: per policy, the Kaggle score over the collections
-(mean ± sample std over seeds) on valid and test, and Δ against `stage` paired by seed.
+Three figures per policy: valid (weights chosen and scored on all of valid: a grid's best is never below its
+members), leave-one-out valid (for each valid graph, weights chosen on the other valid graphs and scored on it: an
+estimate on graphs the choice did not see, which test truth never enters) and test. Kaggle score over the
+collections, mean ± sample std over seeds, Δ against `stage` paired by seed. Writes
+`<results>/quality/<tag>_policy.md` and `.json`.
 """
 from __future__ import annotations
 
@@ -31,65 +35,89 @@ if str(REPO) not in sys.path:
 
 from benchmarks.bench_quality import RESULTS, mean_std  # noqa: E402
 from pipeline.config import compose  # noqa: E402
-from pipeline.ensembling.blend import blend, choose_weights, weight_grid  # noqa: E402
+from pipeline.ensembling.blend import TIE, choose_weights, normalize_scores, weight_grid  # noqa: E402
 from pipeline.errors import run_main  # noqa: E402
 from pipeline.predictions import load_predictions, predictions_path  # noqa: E402
+from pipeline.scoring import metrics  # noqa: E402
 from pipeline.scoring.evaluate import load_truth  # noqa: E402
-from pipeline.scoring.metrics import score_predictions  # noqa: E402
 from pipeline.tpugraphs.dataset import Collection  # noqa: E402
 
 SPLITS = ("valid", "test")
+FIGURES = ("valid", "loo", "test")
 TOLERANCES = (0.0, 0.001, 0.0025, 0.005, 0.01, 0.02)
 
 
-def grid_scores(kind: str, members: dict, truth: dict, grid: np.ndarray, method: str) -> dict[str, np.ndarray]:
-    """{split: [candidates]} the score of every grid blend."""
-    return {split: np.array([score_predictions(kind, blend(members[split], w, method), truth[split])["score"]
-                             for w in grid]) for split in SPLITS}
+def per_graph(kind: str, members: list, truth: dict, grid: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """(score [graphs, candidates], Kendall tau [graphs, candidates]) of every grid blend on every graph of `truth`."""
+    score = np.zeros((len(truth), len(grid)))
+    order = np.zeros_like(score)
+    for i, (graph, runtimes) in enumerate(sorted(truth.items())):
+        normalised = np.stack([normalize_scores(m[graph], method) for m in members])     # [members, configs]
+        for c, weights in enumerate(grid):
+            blended = weights @ normalised                                              # [configs]
+            score[i, c] = metrics.graph_score(kind, blended, runtimes)
+            order[i, c] = metrics.kendall_tau(blended, runtimes)
+    return score, order
 
 
-def tolerance_pick(valid: np.ndarray, grid: np.ndarray, tolerance: float, prefer: int) -> int:
-    """Index of the blend within `tolerance` of the best valid score with the most weight on member `prefer`, then the
-    best valid score."""
-    near = np.flatnonzero(valid >= valid.max() - tolerance)
-    return int(max(near, key=lambda i: (grid[i, prefer], valid[i])))
+def pick(score: np.ndarray, order: np.ndarray, grid: np.ndarray, tolerance: float, prefer: int | None,
+         use_order: bool) -> int:
+    """The candidate `choose_weights` keeps from mean scores [candidates] (and Kendall taus for the order tie-break)."""
+    best = score.max()
+    keys = [(0.0 if prefer is None else grid[c, prefer], score[c], order[c] if use_order else 0.0,
+             -float(np.sum(grid[c] ** 2))) for c in range(len(grid))]
+    chosen = None
+    for c, key in enumerate(keys):
+        if score[c] < best - max(tolerance, TIE):
+            continue
+        if chosen is None or _better(key, keys[chosen]):
+            chosen = c
+    return chosen
+
+
+def _better(key, best) -> bool:
+    for value, incumbent in zip(key, best):
+        if value > incumbent + TIE:
+            return True
+        if value < incumbent - TIE:
+            return False
+    return False
 
 
 def policies(names: list[str]) -> list[tuple[str, object]]:
-    """(name, how) pairs: how is "stage", ("tol", τ, member index), ("single", index) or "equal"."""
+    """(name, how): how is ("tol", τ, member index or None) or ("single", member index)."""
     gnn = names.index("gnn")
-    out = [("stage", "stage"), ("equal", "equal")]
-    out += [(f"{m} alone", ("single", i)) for i, m in enumerate(names)]
-    out += [(f"tolerance {t}, prefer gnn", ("tol", t, gnn)) for t in TOLERANCES]
-    return out
+    return ([("stage", ("tol", 0.0, None))] + [(f"{m} alone", ("single", i)) for i, m in enumerate(names)]
+            + [(f"tolerance {t}, prefer gnn", ("tol", t, gnn)) for t in TOLERANCES])
 
 
 def seed_table(work: Path, variant: str, cfg, slug: str, k: int) -> dict[str, dict[str, float]]:
-    """{policy: {split: score}} of one collection in global seed k."""
+    """{policy: {figure: score, "weights": [...]}} of one collection in global seed k."""
     collection = Collection.parse(slug)
-    names = list(cfg.ensemble.members)
+    names, ens = list(cfg.ensemble.members), cfg.ensemble
     folder = work / variant / f"seed{k}" / "predictions"
     members = {split: [load_predictions(predictions_path(folder, m, slug, split)) for m in names] for split in SPLITS}
     truth = {split: load_truth(cfg, collection, split) for split in SPLITS}
-    ens = cfg.ensemble
     grid = weight_grid(len(names), ens.grid_step)
-    scores = grid_scores(collection.kind, members, truth, grid, ens.normalize)
+    scores = {split: per_graph(collection.kind, members[split], truth[split], grid, ens.normalize) for split in SPLITS}
+    use_order = ens.tie_break == "order" and collection.kind == "tile"
+    stage = choose_weights(collection.kind, members["valid"], truth["valid"], ens.grid_step, ens.normalize,
+                           ens.tie_break)[0]
+    (valid, valid_order), (test, _) = scores["valid"], scores["test"]
     out = {}
     for name, how in policies(names):
-        if how == "stage":
-            weights = choose_weights(collection.kind, members["valid"], truth["valid"], ens.grid_step, ens.normalize,
-                                     ens.tie_break)[0]
-            pick = int(np.flatnonzero(np.all(np.isclose(grid, weights), axis=1))[0])
-        elif how == "equal":
-            out[name] = {split: score_predictions(collection.kind, blend(members[split], np.full(len(names),
-                         1 / len(names)), ens.normalize), truth[split])["score"] for split in SPLITS}
-            continue
-        elif how[0] == "single":
-            pick = int(np.flatnonzero(grid[:, how[1]] == 1.0)[0])
+        if how[0] == "single":
+            choose = lambda rows, i=how[1]: int(np.flatnonzero(grid[:, i] == 1.0)[0])     # noqa: E731
         else:
-            pick = tolerance_pick(scores["valid"], grid, how[1], how[2])
-        out[name] = {split: float(scores[split][pick]) for split in SPLITS}
-        out[name]["weights"] = grid[pick].tolist()
+            choose = lambda rows, t=how[1], p=how[2]: pick(valid[rows].mean(0), valid_order[rows].mean(0), grid,  # noqa: E731
+                                                            t, p, use_order)
+        every = np.arange(len(valid))
+        chosen = choose(every)
+        if name == "stage" and not np.allclose(grid[chosen], stage):
+            raise SystemExit(f"error: {slug} seed {k}: the replayed choice {grid[chosen]} is not the stage's {stage}")
+        loo = [valid[g, choose(np.delete(every, g))] for g in every]
+        out[name] = {"valid": float(valid[:, chosen].mean()), "loo": float(np.mean(loo)),
+                     "test": float(test[:, chosen].mean()), "weights": grid[chosen].tolist()}
     return out
 
 
@@ -105,16 +133,17 @@ def main(argv: list[str] | None = None) -> None:
     slugs = sorted(p.name for p in (work / args.variant / "seed0" / "predictions" / "gnn").iterdir() if p.is_dir())
     figures = {slug: [seed_table(work, args.variant, cfg, slug, k) for k in range(args.seeds)] for slug in slugs}
     names = [name for name, _ in policies(list(cfg.ensemble.members))]
-    overall = {p: {s: [float(np.mean([figures[c][k][p][s] for c in slugs])) for k in range(args.seeds)]
-                   for s in SPLITS} for p in names}
+    overall = {p: {f: [float(np.mean([figures[c][k][p][f] for c in slugs])) for k in range(args.seeds)]
+                   for f in FIGURES} for p in names}
     lines = [f"# Ensemble weight policies on `{args.tag}:{args.variant}` ({args.seeds} seeds, {len(slugs)} collections)",
-             "", "Kaggle score over the collections, mean ± sample std over seeds; Δ against `stage` paired by seed.", "",
-             "| policy | valid | test | Δ valid | Δ test | " + " | ".join(f"{c} test" for c in slugs) + " |",
-             "|" + " --- |" * (5 + len(slugs))]
+             "", "Kaggle score over the collections, mean ± sample std over seeds; Δ against `stage` paired by seed; "
+             "loo = leave-one-valid-graph-out.", "",
+             "| policy | valid | loo | test | Δ loo | Δ test | " + " | ".join(f"{c} test" for c in slugs) + " |",
+             "|" + " --- |" * (6 + len(slugs))]
     for p in names:
-        cells = [f"{m:.4f} ± {s:.4f}" for m, s in (mean_std(overall[p][x]) for x in SPLITS)]
-        deltas = [f"{m:+.4f} ± {s:.4f}" for m, s in (mean_std([a - b for a, b in zip(overall[p][x], overall["stage"][x])])
-                                                      for x in SPLITS)]
+        cells = [f"{m:.4f} ± {s:.4f}" for m, s in (mean_std(overall[p][f]) for f in FIGURES)]
+        deltas = [f"{m:+.4f} ± {s:.4f}" for m, s in (mean_std([a - b for a, b in zip(overall[p][f], overall["stage"][f])])
+                                                      for f in ("loo", "test"))]
         per = [f"{mean_std([figures[c][k][p]['test'] for k in range(args.seeds)])[0]:.4f}" for c in slugs]
         lines.append(f"| {p} | {' | '.join(cells)} | {' | '.join(deltas)} | {' | '.join(per)} |")
     print("\n".join(lines))
