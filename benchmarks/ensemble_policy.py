@@ -8,8 +8,8 @@ collection here, and keeps the best (`pipeline.ensembling.blend.choose_weights`)
 member predictions (`<tag>/<V>/seed<k>/predictions`) and the truth of the run's own data, scores every grid blend on
 every valid and test graph once, and applies each policy to those scores:
 
-- `stage`: the stage's choice with `ensemble.tolerance` 0 and no preferred member (checked against
-  `choose_weights` on the whole of valid);
+- `stage`: the stage's former choice, `ensemble.tolerance` 0 and no preferred member (`blend.best_candidate` on the
+  per-graph scores, checked against `choose_weights` on the whole of valid);
 - `tolerance τ, prefer gnn`: blends within τ of the best valid score tie, and ties go to the most weight on the GNN
   (`ensemble.tolerance`, `ensemble.prefer`);
 - each member alone.
@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.bench_quality import RESULTS, mean_std  # noqa: E402
 from pipeline.config import compose  # noqa: E402
-from pipeline.ensembling.blend import TIE, choose_weights, normalize_scores, weight_grid  # noqa: E402
+from pipeline.ensembling.blend import best_candidate, choose_weights, normalize_scores, weight_grid  # noqa: E402
 from pipeline.errors import run_main  # noqa: E402
 from pipeline.predictions import load_predictions, predictions_path  # noqa: E402
 from pipeline.scoring import metrics  # noqa: E402
@@ -58,30 +58,6 @@ def per_graph(kind: str, members: list, truth: dict, grid: np.ndarray, method: s
             score[i, c] = metrics.graph_score(kind, blended, runtimes)
             order[i, c] = metrics.kendall_tau(blended, runtimes)
     return score, order
-
-
-def pick(score: np.ndarray, order: np.ndarray, grid: np.ndarray, tolerance: float, prefer: int | None,
-         use_order: bool) -> int:
-    """The candidate `choose_weights` keeps from mean scores [candidates] (and Kendall taus for the order tie-break)."""
-    best = score.max()
-    keys = [(0.0 if prefer is None else grid[c, prefer], score[c], order[c] if use_order else 0.0,
-             -float(np.sum(grid[c] ** 2))) for c in range(len(grid))]
-    chosen = None
-    for c, key in enumerate(keys):
-        if score[c] < best - max(tolerance, TIE):
-            continue
-        if chosen is None or _better(key, keys[chosen]):
-            chosen = c
-    return chosen
-
-
-def _better(key, best) -> bool:
-    for value, incumbent in zip(key, best):
-        if value > incumbent + TIE:
-            return True
-        if value < incumbent - TIE:
-            return False
-    return False
 
 
 def policies(names: list[str]) -> list[tuple[str, object]]:
@@ -109,8 +85,8 @@ def seed_table(work: Path, variant: str, cfg, slug: str, k: int) -> dict[str, di
         if how[0] == "single":
             choose = lambda rows, i=how[1]: int(np.flatnonzero(grid[:, i] == 1.0)[0])     # noqa: E731
         else:
-            choose = lambda rows, t=how[1], p=how[2]: pick(valid[rows].mean(0), valid_order[rows].mean(0), grid,  # noqa: E731
-                                                            t, p, use_order)
+            choose = lambda rows, t=how[1], p=how[2]: best_candidate(  # noqa: E731
+                grid, valid[rows].mean(0), valid_order[rows].mean(0) if use_order else np.zeros(len(grid)), t, p)
         every = np.arange(len(valid))
         chosen = choose(every)
         if name == "stage" and not np.allclose(grid[chosen], stage):

@@ -4,10 +4,11 @@ Scores are first normalised within each graph (`minmax`, the 14th place's choice
 different scales mix fairly. `ensemble.weighting` then sets the weights: `equal` averages the members (no free
 weight, nothing fitted to the 5 to 20 validation graphs), `grid` scores a weight grid over the simplex (step
 `ensemble.grid_step`, every single member included) on valid and applies the best weights to test; blends within
-`ensemble.tolerance` of the best valid score tie, and ties go to the blend with most weight on `ensemble.prefer`. Because every
-single member is on the grid and normalisation is monotonic within a graph, a grid ensemble's validation score is
-at least the best member's, which is why that number says little: the metrics JSON reports the gain over the
-member best on valid, on valid and on test (where the dataset has test truth). Test truth never picks weights.
+`ensemble.tolerance` of the best valid score tie, and ties go to the blend with most weight on `ensemble.prefer`.
+Because every single member is on the grid and normalisation is monotonic within a graph, a grid ensemble's
+validation score is at least the best member's, which is why that number says little: the metrics JSON reports the
+gain over the member best on valid, on valid and on test (where the dataset has test truth). Test truth never picks
+weights.
 """
 from __future__ import annotations
 

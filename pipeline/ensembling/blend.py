@@ -66,21 +66,31 @@ def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str
     at once, the most even weights (least sum of squares) win, the blend that trusts the validation set least, then
     the first on the grid. `tie_break` is one of TIE_BREAKS (the settings schema checks `ensemble.tie_break`).
     """
-    scored = []
-    for weights in weight_grid(len(members), step):
+    grid = weight_grid(len(members), step)
+    scores, orders = np.zeros(len(grid)), np.zeros(len(grid))
+    for c, weights in enumerate(grid):
         blended = blend(members, weights, method)
-        score = metrics.score_predictions(kind, blended, truth)["score"]
-        order = order_score(blended, truth) if tie_break == "order" and kind == "tile" else 0.0
-        preferred = 0.0 if prefer is None else float(weights[prefer])
-        scored.append((weights, (preferred, score, order, -float(np.sum(weights ** 2)))))
-    best = max(key[1] for _, key in scored)
-    best_weights, best_key = None, None
-    for weights, key in scored:
-        if key[1] < best - max(tolerance, TIE):                     # not tied with the best score
+        scores[c] = metrics.score_predictions(kind, blended, truth)["score"]
+        orders[c] = order_score(blended, truth) if tie_break == "order" and kind == "tile" else 0.0
+    chosen = best_candidate(grid, scores, orders, tolerance, prefer)
+    return grid[chosen], float(scores[chosen])
+
+
+def best_candidate(grid: np.ndarray, scores: np.ndarray, orders: np.ndarray, tolerance: float = 0.0,
+                   prefer: int | None = None) -> int:
+    """The row of `grid` [candidates, members] `choose_weights` keeps, from each candidate's mean valid score
+    [candidates] and tie-break order score [candidates] (zeros when the tie-break does not read it): among the
+    candidates within `tolerance` of the best score, the most weight on `prefer`, then the best score, the best order
+    score, the most even weights, the first."""
+    keys = [(0.0 if prefer is None else float(w[prefer]), float(score), float(order), -float(np.sum(w ** 2)))
+            for w, score, order in zip(grid, scores, orders)]
+    chosen = None
+    for c, key in enumerate(keys):
+        if key[1] < scores.max() - max(tolerance, TIE):             # not tied with the best score
             continue
-        if best_key is None or _better(key, best_key):
-            best_weights, best_key = weights, key
-    return best_weights, best_key[1]
+        if chosen is None or _better(key, keys[chosen]):
+            chosen = c
+    return chosen
 
 
 def _better(key: tuple[float, ...], best: tuple[float, ...]) -> bool:
