@@ -128,7 +128,7 @@ class ConfigInputs:
         if encoder.roles:     # the roles of the dim a value names, read at the two most-minor slots
             roles = F.pad(graph.operand_roles.float(), (0, 0, 1, 0))             # [cfg, 3, 7, roles]: -1 names none
             w_roles = w_dims[:, DIM_FEATURES_PER_BLOCK:].reshape(n_blocks, ROLE_POSITIONS, DIM_ROLES, hidden)
-            for position in range(ROLE_POSITIONS):                     # table[:, :, position]: [cfg, 3, 7, hidden]
+            for position in range(ROLE_POSITIONS):                               # table[:, :, position]: [cfg, 3, 7, hidden]
                 table[:, :, position] += torch.einsum("cbvr,brh->cbvh", roles, w_roles[:, position])
         table[:, 0, 0] += first.bias                                             # once per row: in slot 0
         self.index_base = torch.arange(n_cfg * NODE_CONFIG_FEAT_DIM).view(n_cfg, 1, -1) * LAYOUT_VALUES  # [cfg, 1, 18]
