@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.bench_quality import RESULTS, mean_std  # noqa: E402
 from pipeline.config import compose  # noqa: E402
-from pipeline.ensembling.blend import best_candidate, choose_weights, normalize_scores, weight_grid  # noqa: E402
+from pipeline.ensembling.blend import best_candidate, blend_graph, choose_weights, weight_grid  # noqa: E402
 from pipeline.errors import run_main  # noqa: E402
 from pipeline.predictions import load_predictions, predictions_path  # noqa: E402
 from pipeline.scoring import metrics  # noqa: E402
@@ -52,9 +52,9 @@ def per_graph(kind: str, members: list, truth: dict, grid: np.ndarray, method: s
     score = np.zeros((len(truth), len(grid)))
     order = np.zeros_like(score)
     for i, (graph, runtimes) in enumerate(sorted(truth.items())):
-        normalised = np.stack([normalize_scores(m[graph], method) for m in members])     # [members, configs]
+        member_scores = {k: m[graph] for k, m in enumerate(members)}
         for c, weights in enumerate(grid):
-            blended = weights @ normalised                                              # [configs]
+            blended = blend_graph(member_scores, dict(enumerate(weights)), method)     # [configs], as stage ensemble
             score[i, c] = metrics.graph_score(kind, blended, runtimes)
             order[i, c] = metrics.kendall_tau(blended, runtimes)
     return score, order

@@ -84,9 +84,10 @@ def best_candidate(grid: np.ndarray, scores: np.ndarray, orders: np.ndarray, tol
     score, the most even weights, the first."""
     keys = [(0.0 if prefer is None else float(w[prefer]), float(score), float(order), -float(np.sum(w ** 2)))
             for w, score, order in zip(grid, scores, orders)]
+    floor = float(np.max(scores)) - max(tolerance, TIE)            # below it: not tied with the best score
     chosen = None
     for c, key in enumerate(keys):
-        if key[1] < scores.max() - max(tolerance, TIE):             # not tied with the best score
+        if key[1] < floor:
             continue
         if chosen is None or _better(key, keys[chosen]):
             chosen = c
