@@ -1,0 +1,37 @@
+"""benchmarks/autotune_unseen.py: a pick read back from the tool's JSON is timed on the program's own space."""
+import pytest
+
+from benchmarks.autotune_unseen import table, verify
+from pipeline.config import load_cfg
+
+NARROW = """HloModule narrow, entry_computation_layout={(f32[256,64]{1,0}, f32[64,4]{1,0})->f32[256,4]{1,0}}
+
+ENTRY main.5 {
+  Arg_0.1 = f32[256,64]{1,0} parameter(0)
+  Arg_1.2 = f32[64,4]{1,0} parameter(1)
+  dot.3 = f32[256,4]{1,0} dot(Arg_0.1, Arg_1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT tanh.4 = f32[256,4]{1,0} tanh(dot.3)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_cfg(["autotune.oracle.budget=300", "autotune.oracle.random_samples=20"])
+
+
+def test_default_pick_verifies_at_one_and_the_oracle_is_faster(tmp_path, cfg):
+    text = tmp_path / "narrow.hlo.txt"
+    text.write_text(NARROW)
+    cache = {}
+    row = verify(text, {"layouts": [], "predicted_runtime_ratio": 1.0, "guarded": True}, cache, cfg)
+    assert row["verified_ratio"] == 1.0 and row["guarded"]
+    assert row["oracle_ratio"] < 0.99                       # a 4-wide minor dim wastes lanes: the oracle moves it
+    assert row["share"] == 0.0
+    output_swapped = {"computation": "main.5", "instruction": "dot.3", "output": [0, 1], "input": None, "kernel": None}
+    moved = verify(text, {"layouts": [output_swapped], "predicted_runtime_ratio": 0.5, "guarded": False}, cache, cfg)
+    assert moved["t_oracle_ns"] == row["t_oracle_ns"]        # the oracle ran once per program
+    assert moved["verified_ratio"] != 1.0 and moved["share"] == pytest.approx(
+        (1 - moved["verified_ratio"]) / (1 - moved["oracle_ratio"]))
+    lines = table([{"program": "narrow", "seed": 0, **moved}, {"program": "fft", "seed": 0, "error": "error: x"}], 1)
+    assert lines[2].startswith("| narrow | 0 | 0.5000 |") and "refused: `error: x`" in lines[3]
