@@ -32,8 +32,8 @@ from pipeline.hlo.featurize import layout_program, parse_module  # noqa: E402
 from pipeline.settings.sections import layout_cost  # noqa: E402
 from pipeline.tuning.oracle import CostModelScorer, oracle_search  # noqa: E402
 from pipeline.tuning.report import mean_std, share_of_gain  # noqa: E402
-from pipeline.tuning.search import SearchSettings  # noqa: E402
 from pipeline.tuning.space import LayoutSpace  # noqa: E402
+from pipeline.tuning.verify import AutotuneSettings  # noqa: E402
 
 
 def programs() -> dict:
@@ -125,8 +125,8 @@ def verify(text: Path, result: dict, truth_cache: dict, cfg) -> dict:
         layout = layout_program(parse_module(text.read_text(), str(text)))
         space = LayoutSpace.of(layout.graph, layout.config_node_ids, str(text))
         truth = CostModelScorer(space, layout_cost(cfg.synthesize.layout_cost))
-        oracle = oracle_search(space, truth, SearchSettings.from_cfg(cfg.autotune.search), int(cfg.autotune.oracle.budget),
-                               int(cfg.autotune.oracle.random_samples), int(cfg.autotune.oracle.batch),
+        s = AutotuneSettings.from_cfg(cfg.autotune)                # the stage's oracle settings
+        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
                                np.random.default_rng(0))
         truth_cache[name] = (space, truth, truth.default_ns * float(np.exp(oracle.score)))
     space, truth, t_oracle = truth_cache[name]
