@@ -2,15 +2,15 @@
 
     python benchmarks/autotune_unseen.py [--seeds 3] [--model ensemble] [overrides, e.g. data=programs]
 
-Lowers a fixed set of small JAX programs (pooling, scans, while loops, conditionals, attention, gradients, a
-Cholesky, sorts, FFTs, ...: `PROGRAMS`) to their unoptimised and optimised HLO text, runs `python -m
-pipeline.autotune` on each (its default budget, `autotune.seed` = 0..seeds-1) with the trained models of the current
-`data=` (run `dvc repro` first), reads back the JSON's layouts (`LayoutSpace.from_layouts`) and times the pick,
-the compiler default and the oracle (`pipeline.tuning.oracle`, the stage's settings) with the project's noise-free
-layout cost model. Programs the tool refuses (no configurable node) are listed with its one-line error; programs
-whose oracle gains under 1% are listed apart (their share is undefined). Writes `<out>/autotune_unseen.md` and
-`.json`. The cost model is the project's own: this checks the tool on programs it never saw, not the held-out
-world's timings.
+Lowers a fixed set of small JAX programs (`programs()`: pooling, scans, while loops, conditionals, attention,
+gradients, a Cholesky, sorts, FFTs, convolutions of other layouts, strides and ranks, narrow dots, ...) to their
+unoptimised and optimised HLO text, runs `python -m pipeline.autotune` on each (its default budget, `autotune.seed`
+= 0..seeds-1) with the trained models of the current `data=` (run `dvc repro` first), reads back the JSON's layouts
+(`LayoutSpace.from_layouts`) and times the pick, the compiler default and the oracle (`pipeline.tuning.oracle`, the
+stage's settings) with the project's noise-free layout cost model. Programs the tool refuses (no configurable node)
+are listed with its one-line error; programs whose oracle gains under 1% are listed apart (their share is
+undefined). Writes `<out>/autotune_unseen.md` and `.json`. The cost model is the project's own: this checks the tool
+on programs it never saw, not the held-out world's timings.
 """
 from __future__ import annotations
 
@@ -65,6 +65,13 @@ def programs() -> dict:
         return lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                         feature_group_count=x.shape[-1])
 
+    def conv(x, w, stride=1, dims=("NHWC", "HWIO", "NHWC")):
+        return jax.nn.relu(lax.conv_general_dilated(x, w, (stride,) * (x.ndim - 2), "SAME", dimension_numbers=dims))
+
+    def cnn_head(x, w, d):
+        y = conv(x, w)
+        return y.reshape(y.shape[0], -1) @ d                        # [batch, H * W * C] @ [H * W * C, classes]
+
     def heads(x, w):
         y = (x @ w).reshape(x.shape[0], 8, -1)                     # [tokens, heads, head_dim]
         return jnp.einsum("thd,shd->hts", y, y)
@@ -89,6 +96,17 @@ def programs() -> dict:
         "narrow_dot": (lambda x, w: jnp.tanh(x @ w), (ones(512, 64), ones(64, 4))),
         "batched_small": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (ones(64, 16, 8), ones(64, 8, 16))),
         "heads": (heads, (ones(128, 256), ones(256, 256))),
+        "conv_narrow_out": (conv, (ones(8, 32, 32, 64), ones(3, 3, 64, 8))),
+        "conv_stride2": (lambda x, w: conv(x, w, 2), (ones(8, 64, 64, 32), ones(3, 3, 32, 64))),
+        "conv1d": (lambda x, w: conv(x, w, 1, ("NWC", "WIO", "NWC")), (ones(16, 512, 24), ones(5, 24, 48))),
+        "conv_transpose": (lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                           (ones(4, 16, 16, 32), ones(3, 3, 32, 16))),
+        "cnn_head": (cnn_head, (ones(4, 8, 8, 16), ones(3, 3, 16, 32), ones(8 * 8 * 32, 10))),
+        "tall_skinny_dot": (lambda x, w: x @ w, (ones(4096, 8), ones(8, 256))),
+        "matvec": (lambda a, v: jnp.tanh(a @ v), (ones(1024, 1024), ones(1024, 1))),
+        "bottleneck_mlp": (lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2, (ones(256, 512), ones(512, 16), ones(16, 512))),
+        "small_heads": (lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k), (ones(4, 16, 64, 8), ones(4, 16, 64, 8))),
         "sort_topk": (lambda x: (jnp.sort(x, axis=-1), lax.top_k(x, 5)), (ones(16, 1000),)),
         "fft": (lambda x: jnp.abs(jnp.fft.fft(x)), (ones(64, 256, dtype=jnp.complex64),)),
         "transpose5": (lambda x: jnp.transpose(x, (4, 2, 0, 3, 1)) * 2.0, (ones(2, 3, 4, 5, 6),)),
