@@ -131,7 +131,7 @@ def autotune(text: Path, optimized: Path, out: Path, model: str, seed: int, over
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-        message = lines[-1] if lines else done.stderr.strip().splitlines()[-1]
+        message = lines[-1] if lines else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return {"error": message.replace(str(text.parent), "<dump>"), "rc": done.returncode}
     return json.loads((out / f"{text.name.removesuffix('.hlo.txt')}.json").read_text())
 
@@ -156,7 +156,8 @@ def verify(text: Path, result: dict, truth_cache: dict, cfg) -> dict:
             "share": share_of_gain(truth.default_ns, t_pick, t_oracle)}
 
 
-def table(rows: list[dict], seeds: int) -> list[str]:
+def table(rows: list[dict]) -> list[str]:
+    """The markdown table of rows (a refused program's row holds its one-line error)."""
     lines = ["| program | seed | predicted ratio | verified ratio | oracle ratio | share | guarded |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
@@ -186,7 +187,7 @@ def main() -> None:
                 row = {"program": name, "seed": seed}
                 row.update(result if "error" in result else verify(text, result, truth_cache, cfg))
                 rows.append(row)
-                print(table([row], args.seeds)[-1], flush=True)
+                print(table([row])[-1], flush=True)
     tuned = [r for r in rows if "error" not in r]
     shares = [r["share"] for r in tuned if r["share"] is not None]
     summary = {"model": args.model, "seeds": args.seeds, "overrides": overrides, "programs": len(programs()),
@@ -197,7 +198,7 @@ def main() -> None:
     lines = [f"# autotune on programs the zoo never builds (`benchmarks/autotune_unseen.py`, model {args.model})", "",
              f"`python benchmarks/autotune_unseen.py --seeds {args.seeds} --model {args.model} {' '.join(overrides)}`."
              " Ratios are runtimes over the compiler default's under the project's layout cost model.", "",
-             *table(rows, args.seeds), "", f"Summary: `{json.dumps(summary)}`"]
+             *table(rows), "", f"Summary: `{json.dumps(summary)}`"]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "autotune_unseen.md").write_text("\n".join(lines) + "\n")
     (args.out / "autotune_unseen.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n")

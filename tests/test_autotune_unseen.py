@@ -33,5 +33,5 @@ def test_default_pick_verifies_at_one_and_the_oracle_is_faster(tmp_path, cfg):
     assert moved["t_oracle_ns"] == row["t_oracle_ns"]        # the oracle ran once per program
     assert moved["verified_ratio"] != 1.0 and moved["share"] == pytest.approx(
         (1 - moved["verified_ratio"]) / (1 - moved["oracle_ratio"]))
-    lines = table([{"program": "narrow", "seed": 0, **moved}, {"program": "fft", "seed": 0, "error": "error: x"}], 1)
+    lines = table([{"program": "narrow", "seed": 0, **moved}, {"program": "fft", "seed": 0, "error": "error: x"}])
     assert lines[2].startswith("| narrow | 0 | 0.5000 |") and "refused: `error: x`" in lines[3]
