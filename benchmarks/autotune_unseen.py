@@ -42,10 +42,6 @@ def programs() -> dict:
     import jax.numpy as jnp
     from jax import lax
 
-    def conv_pool(x, w):
-        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return lax.reduce_window(jax.nn.relu(y), -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-
     def scan_rnn(h, xs, w):
         return lax.scan(lambda c, x: (jnp.tanh(c @ w + x), c.sum()), h, xs)
 
@@ -67,6 +63,9 @@ def programs() -> dict:
 
     def conv(x, w, stride=1, dims=("NHWC", "HWIO", "NHWC")):
         return jax.nn.relu(lax.conv_general_dilated(x, w, (stride,) * (x.ndim - 2), "SAME", dimension_numbers=dims))
+
+    def conv_pool(x, w):
+        return lax.reduce_window(conv(x, w), -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 
     def cnn_head(x, w, d):
         y = conv(x, w)
@@ -177,10 +176,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args, overrides = parser.parse_known_args()
     cfg = load_cfg(overrides)
-    rows, truth_cache = [], {}
+    rows, truth_cache, listed = [], {}, programs()
     with tempfile.TemporaryDirectory(prefix="autotune-unseen-") as tmp:
         folder = Path(tmp)
-        for name, (fn, example) in programs().items():
+        for name, (fn, example) in listed.items():
             text, optimized = dump(name, fn, example, folder)
             for seed in range(args.seeds):
                 result = autotune(text, optimized, folder / f"seed{seed}", args.model, seed, overrides)
@@ -190,7 +189,7 @@ def main() -> None:
                 print(table([row])[-1], flush=True)
     tuned = [r for r in rows if "error" not in r]
     shares = [r["share"] for r in tuned if r["share"] is not None]
-    summary = {"model": args.model, "seeds": args.seeds, "overrides": overrides, "programs": len(programs()),
+    summary = {"model": args.model, "seeds": args.seeds, "overrides": overrides, "programs": len(listed),
                "refused": sorted({r["program"] for r in rows if "error" in r}),
                "oracle_under_1pct": sorted({r["program"] for r in tuned if r["share"] is None}),
                "share": mean_std(shares), "slower_than_default": sum(r["verified_ratio"] > 1.0 for r in tuned),
