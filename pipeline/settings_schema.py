@@ -131,6 +131,7 @@ SCHEMA = Group({
         "joint_sources": BySearch(Bool()),       # layout models only: also train on the other source's graphs
         "tile_geometry": Bool(),                  # tile models: the tile relative to the kernel's output
         "layout_roles": BySearch(Bool()),         # layout models: the roles of each block's most-minor dims
+        "layout_padding": BySearch(Bool()),       # layout models: the padding waste of each block's most-minor dims
         "loss": Str(GNN_LOSSES),
         "margin": NON_NEGATIVE,
         "min_gap": Float(low=0.0, high=1.0, high_open=True),

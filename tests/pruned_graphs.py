@@ -98,7 +98,7 @@ def layout_model(norm: str = "layer", seed: int = 0, **overrides):
     gnn = OmegaConf.create(dict(hidden=8, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm=norm,
                                 residual=True, cross_attention=True, attention_heads=2, effective_layout=True,
                                 edge_mismatch=True, node_reduce="sum", cross_mixer="center", cross_pooled=True,
-                                pooled_head=True, tile_geometry=False, layout_roles=False) | overrides)
+                                pooled_head=True, tile_geometry=False, layout_roles=False, layout_padding=False) | overrides)
     torch.manual_seed(seed)
     model = build_model(spec_of(gnn))
     with torch.no_grad():
@@ -111,7 +111,7 @@ def gnn_cfg(**overrides):
     base = dict(hidden=8, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.1, norm="instance", residual=True,
                 cross_attention=True, attention_heads=2, cross_mixer="gate", cross_pooled=True, effective_layout=False,
                 edge_mismatch=False, node_reduce="mean", joint_sources=False, pooled_head=True,
-                tile_geometry=False, layout_roles=False, loss="pairwise_hinge",
+                tile_geometry=False, layout_roles=False, layout_padding=False, loss="pairwise_hinge",
                 margin=0.1,
                 min_gap=0.0, lr=3e-3, weight_decay=1e-5, warmup_frac=0.1, schedule="cosine", lr_patience=2, lr_decay=0.5,
                 epochs=4, patience=10, min_delta=0.0, seeds=[0], steps_per_epoch=None,

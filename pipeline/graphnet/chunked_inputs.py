@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.graphnet.data import GraphTensors
-from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, DIM_ROLES, LAYOUT_VALUES, ROLE_POSITIONS
+from pipeline.graphnet.embeddings import DIM_FEATURES_PER_BLOCK, DIM_ROLES, LAYOUT_VALUES, ROLE_POSITIONS, padding_waste
 from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, index_block_codes
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
@@ -125,9 +125,13 @@ class ConfigInputs:
         table[:, :, :1].addcmul_(sizes % TPU_TILE_MINOR / TPU_TILE_MINOR, w_dims[:, MAX_DIMS:MAX_DIMS + 1, None])
         table[:, :, 1:2].addcmul_(sizes % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR,
                                   w_dims[:, MAX_DIMS + 1:MAX_DIMS + 2, None])
+        if encoder.padding:   # the padding waste of the dim a value names: to 128 most-minor, to 8 second-minor
+            at = DIM_FEATURES_PER_BLOCK
+            table[:, :, :1].addcmul_(padding_waste(sizes, TPU_TILE_MINOR), w_dims[:, at:at + 1, None])
+            table[:, :, 1:2].addcmul_(padding_waste(sizes, TPU_TILE_SECOND_MINOR), w_dims[:, at + 1:at + 2, None])
         if encoder.roles:     # the roles of the dim a value names, read at the two most-minor slots
             roles = F.pad(graph.operand_roles.float(), (0, 0, 1, 0))             # [cfg, 3, 7, roles]: -1 names none
-            w_roles = w_dims[:, DIM_FEATURES_PER_BLOCK:].reshape(n_blocks, ROLE_POSITIONS, DIM_ROLES, hidden)
+            w_roles = w_dims[:, encoder.roles_at:].reshape(n_blocks, ROLE_POSITIONS, DIM_ROLES, hidden)
             for position in range(ROLE_POSITIONS):                               # table[:, :, position]: [cfg, 3, 7, hidden]
                 table[:, :, position] += torch.einsum("cbvr,brh->cbvh", roles, w_roles[:, position])
         table[:, 0, 0] += first.bias                                             # once per row: in slot 0

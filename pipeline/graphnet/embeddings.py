@@ -17,9 +17,21 @@ from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VA
 
 LAYOUT_VALUES = LAYOUT_VALUE_MAX - LAYOUT_VALUE_MIN + 1   # 7 distinct values, -1..5
 DIM_FEATURES_PER_BLOCK = MAX_DIMS + 2        # log sizes of the 6 dims, tile remainders of the 2 most minor
+PADDING_FEATURES_PER_BLOCK = 2               # log padding waste of the most-minor (to 128) and second-minor (to 8) dim
 DIM_ROLES = 2              # per dim of a convolution's tensor: its feature dim, its batch dim (kernel: output feature)
 ROLE_POSITIONS = 2         # the roles of the dims a layout puts most-minor and second-minor
 ROLE_FEATURES_PER_BLOCK = ROLE_POSITIONS * DIM_ROLES
+
+
+def ordered_sizes(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
+    """[configs, configurable, 3, 6] raw sizes of the dimensions in the order each block puts them (minor first),
+    0 where the block names no dim, from configs [configs, configurable, 18] (embedding indices: value + 1) and
+    operand_dims [configurable, 3, 6] (the output / input / kernel operands' sizes)."""
+    n_configs, n_nodes, _ = configs.shape
+    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)
+    # order: [configs, nodes, 3, 6] dimension indices, -1 = none
+    dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
+    return torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)             # [configs, nodes, 3, 6]
 
 
 def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
@@ -32,14 +44,26 @@ def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> to
         [configs, configurable, 3, DIM_FEATURES_PER_BLOCK] float: log1p(size) of dims minor-to-major, then
         (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
     """
-    n_configs, n_nodes, _ = configs.shape
-    order = (configs + LAYOUT_VALUE_MIN).reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)
-    # order: [configs, nodes, 3, 6] dimension indices, -1 = none
-    dims = operand_dims.unsqueeze(0).expand(n_configs, -1, -1, -1)               # [configs, nodes, 3, 6]
-    sizes = torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)            # [configs, nodes, 3, 6]
+    sizes = ordered_sizes(configs, operand_dims)                                 # [configs, nodes, 3, 6]
     minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
     return torch.cat([torch.log1p(sizes), (minor % TPU_TILE_MINOR / TPU_TILE_MINOR).unsqueeze(-1),
                       (second % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR).unsqueeze(-1)], dim=-1)
+
+
+def padding_waste(sizes: torch.Tensor, tile: int) -> torch.Tensor:
+    """float, the shape of `sizes`: log(ceil(size / tile) * tile / size), the log of the length a dim of `size`
+    occupies when laid out on tiles of `tile` over its own length; 0 for size 0 (no dim)."""
+    safe = sizes.float().clamp(min=1)
+    return torch.log(torch.ceil(safe / tile) * tile / safe) * (sizes > 0)
+
+
+def layout_padding_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
+    """What a layout's TPU (8, 128) tiling wastes: [configs, configurable, 3, PADDING_FEATURES_PER_BLOCK] float,
+    `padding_waste` of the most-minor dim to 128 and of the second-minor to 8. Their sum is the log of the block's
+    padded over its raw elements; each is a function of one slot's dim, so the chunked path can table them."""
+    sizes = ordered_sizes(configs, operand_dims)                                 # [configs, nodes, 3, 6]
+    return torch.stack([padding_waste(sizes[..., 0], TPU_TILE_MINOR),
+                        padding_waste(sizes[..., 1], TPU_TILE_SECOND_MINOR)], dim=-1)   # [configs, nodes, 3, 2]
 
 
 def layout_role_features(configs: torch.Tensor, operand_roles: torch.Tensor) -> torch.Tensor:
@@ -83,14 +107,17 @@ class LayoutConfigEncoder(nn.Module):
     dimension sizes they put minor (`layout_dim_features`). With `effective`, default (-1) blocks are first replaced
     by the HLO layouts they stand for, plus a per-block "was default" flag; with `mismatch`, every node also gets
     its mismatched in/out edges under the config (`layout_inputs.mismatch_features`, the copies a config costs).
-    With `roles`, each block's dimension features also carry the roles of its two most-minor dims
-    (`layout_role_features`: a convolution's feature and batch dims).
+    With `padding`, each block's dimension features also carry the TPU tiling's padding waste of its two most-minor
+    dims (`layout_padding_features`); with `roles`, the roles of those dims (`layout_role_features`: a convolution's
+    feature and batch dims). A block's features: [dims | padding | roles], `roles_at` where the roles start.
     """
 
-    def __init__(self, hidden: int, value_dim: int, effective: bool, mismatch: bool, roles: bool = False):
+    def __init__(self, hidden: int, value_dim: int, effective: bool, mismatch: bool, roles: bool = False,
+                 padding: bool = False):
         super().__init__()
-        self.effective, self.mismatch, self.roles = effective, mismatch, roles
-        self.block_width = DIM_FEATURES_PER_BLOCK + (ROLE_FEATURES_PER_BLOCK if roles else 0)   # per layout block
+        self.effective, self.mismatch, self.roles, self.padding = effective, mismatch, roles, padding
+        self.roles_at = DIM_FEATURES_PER_BLOCK + (PADDING_FEATURES_PER_BLOCK if padding else 0)
+        self.block_width = self.roles_at + (ROLE_FEATURES_PER_BLOCK if roles else 0)   # per layout block
         self.value = nn.Embedding(LAYOUT_VALUES, value_dim)
         # position of each of the 18 values (output/input/kernel x 6 dims) matters: a linear over the flattened slots
         width = NODE_CONFIG_FEAT_DIM * value_dim + len(LAYOUT_BLOCKS) * self.block_width
@@ -112,10 +139,12 @@ class LayoutConfigEncoder(nn.Module):
         # the table indexed directly: the same rows as self.value(configs), and a CPU backward 2.3x faster
         emb = self.value.weight[configs]                              # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
-        dims = layout_dim_features(configs, graph.operand_dims)       # [configs, configurable, 3, 8]
+        dims = [layout_dim_features(configs, graph.operand_dims)]     # [configs, configurable, 3, 8]
+        if self.padding:
+            dims.append(layout_padding_features(configs, graph.operand_dims))  # [configs, configurable, 3, 2]
         if self.roles:
-            roles = layout_role_features(configs, graph.operand_roles)  # [configs, configurable, 3, 4]
-            dims = torch.cat([dims, roles], dim=-1)                   # [configs, configurable, 3, 12]
+            dims.append(layout_role_features(configs, graph.operand_roles))    # [configs, configurable, 3, 4]
+        dims = torch.cat(dims, dim=-1)                                # [configs, configurable, 3, block_width]
         dims = dims.reshape(n_configs, n_cfg_nodes, -1)               # [configs, configurable, 3 * block_width]
         cfg_h = self.proj(torch.cat([emb, dims.to(emb.dtype), *parts], dim=-1))  # [configs, configurable, hidden]
         if self.copies is not None:

@@ -52,6 +52,8 @@ class ModelSpec:
                                   # the default only serves checkpoints saved before the setting existed
     layout_roles: bool = False    # layout: also read the roles of each block's two most-minor dims (a convolution's
                                   # feature / batch dims); the default serves checkpoints saved before it existed
+    layout_padding: bool = False  # layout: also read the TPU (8, 128) tiling's padding waste of each block's two
+                                  # most-minor dims; the default serves checkpoints saved before it existed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,7 +88,7 @@ class LayoutModel(nn.Module):
         self.spec = spec
         self.nodes = NodeEncoder(spec.node_feat_dim, spec.hidden, spec.opcode_dim)
         self.configs = LayoutConfigEncoder(spec.hidden, spec.config_value_dim, spec.effective_layout,
-                                           spec.edge_mismatch, spec.layout_roles)
+                                           spec.edge_mismatch, spec.layout_roles, spec.layout_padding)
         self.blocks = _blocks(spec, mixed=spec.cross_attention)
         pooled = 2 * spec.hidden
         self.attention = None

@@ -28,7 +28,9 @@ def model_spec(gnn, collection: Collection, node_feat_dim: int = 0) -> ModelSpec
                      effective_layout=bool(gnn.effective_layout), edge_mismatch=bool(gnn.edge_mismatch),
                      node_reduce=node_reduce, pooled_head=bool(gnn.pooled_head),
                      tile_geometry=bool(gnn.tile_geometry), layout_roles=kind == "layout" and bool(
-                         by_search(gnn.layout_roles, "gnn.layout_roles", kind, search)))
+                         by_search(gnn.layout_roles, "gnn.layout_roles", kind, search)),
+                     layout_padding=kind == "layout" and bool(
+                         by_search(gnn.layout_padding, "gnn.layout_padding", kind, search)))
 
 
 def train_settings(gnn, collection: Collection, infer: InferSettings) -> TrainSettings:

@@ -99,6 +99,22 @@ def test_config_inputs_with_roles_equal_the_encoder(effective):
     assert (delta - without).abs().max() > 1e-3                              # the roles do reach the encoder
 
 
+@pytest.mark.parametrize("roles", [True, False])
+def test_config_inputs_with_padding_equal_the_encoder(roles):
+    graph = conv_graph()
+    encoder = layout_model(edge_mismatch=False, layout_roles=roles, layout_padding=True).eval().configs
+    g = graph_tensors(graph)
+    configs = layout_config_batch(graph, np.arange(10))
+    with torch.no_grad():
+        delta, _ = encoder.config_parts(g, configs, torch.float32)            # [configs, configurable, hidden]
+        fast_delta, _ = ConfigInputs(encoder, g, configs).parts(slice(None), torch.float32)
+        at = encoder.roles_at - 2                                             # the padding columns of block 0
+        encoder.proj[0].weight[:, 18 * encoder.value.embedding_dim + at:][:, :2] = 0   # blind to output padding
+        blind, _ = encoder.config_parts(g, configs, torch.float32)
+    torch.testing.assert_close(fast_delta.transpose(0, 1), delta, rtol=1e-5, atol=1e-5 * float(delta.abs().max()))
+    assert (delta - blind).abs().max() > 1e-3                                # the padding does reach the encoder
+
+
 @pytest.mark.parametrize("effective,mismatch", [(True, True), (False, False)])
 def test_config_inputs_node_states_equal_the_encoder(effective, mismatch):
     graph = long_graph(n_nodes=40, n_configs=10)

@@ -1,6 +1,8 @@
 """Shapes through every layer, hand-checked message passing, and permutation equivariance over configs."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +12,7 @@ from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, spec_of
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAttention
 from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
 from pipeline.graphnet.embeddings import (LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features,
+                                          layout_padding_features, padding_waste,
                                           layout_role_features)
 from pipeline.graphnet.layers import NodeNorm, SAGEBlock, SAGEConv, SharedDropout, mean_aggregate
 from pipeline.graphnet.model import ModelSpec, build_model
@@ -21,7 +24,7 @@ def spec(kind: str = "layout", **overrides) -> ModelSpec:
     gnn = OmegaConf.create(dict(hidden=HIDDEN, opcode_dim=4, config_value_dim=2, layers=2, dropout=0.0, norm="instance",
                                 residual=True, cross_attention=True, attention_heads=2, cross_mixer="gate",
                                 cross_pooled=True, effective_layout=False, edge_mismatch=False, node_reduce="mean",
-                                pooled_head=True, tile_geometry=False, layout_roles=False) | overrides)
+                                pooled_head=True, tile_geometry=False, layout_roles=False, layout_padding=False) | overrides)
     return spec_of(gnn, kind)
 
 
@@ -212,6 +215,26 @@ def test_layout_dim_features_by_hand():
     assert f[0, 0, 0, 3:6].abs().sum() == 0                 # padding -> size 0
     assert f[0, 0, 0, 6].item() == pytest.approx(2 / 128) and f[0, 0, 0, 7].item() == pytest.approx(1 / 8)
     assert f[0, 0, 1].abs().sum() == 0                      # input block all -1
+
+
+def test_padding_waste_by_hand():
+    sizes = torch.tensor([0, 1, 100, 128, 129, 256])
+    expected = [0.0, math.log(128), math.log(128 / 100), 0.0, math.log(256 / 129), 0.0]
+    assert padding_waste(sizes, 128).tolist() == pytest.approx(expected)
+    assert padding_waste(torch.tensor([3, 8, 9]), 8).tolist() == pytest.approx([math.log(8 / 3), 0.0, math.log(16 / 9)])
+
+
+def test_layout_padding_features_by_hand():
+    dims = torch.zeros(1, 3, 6)
+    dims[0, 0, :3] = torch.tensor([4.0, 130.0, 9.0])         # output shape (4, 130, 9)
+    configs = torch.zeros(2, 1, 18, dtype=torch.int64)       # all -1 (index 0)
+    configs[0, 0, :3] = torch.tensor([1, 2, 0]) + 1          # 130 minor, 9 second-minor
+    configs[1, 0, :3] = torch.tensor([2, 0, 1]) + 1          # 9 minor, 4 second-minor
+    f = layout_padding_features(configs, dims)               # [2, 1, 3, 2]
+    assert f.shape == (2, 1, 3, 2)
+    assert f[0, 0, 0].tolist() == pytest.approx([math.log(256 / 130), math.log(16 / 9)])
+    assert f[1, 0, 0].tolist() == pytest.approx([math.log(128 / 9), math.log(8 / 4)])
+    assert f[:, 0, 1:].abs().sum() == 0                     # input / kernel blocks name no dim
 
 
 def test_layout_role_features_by_hand():
