@@ -33,7 +33,8 @@ from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch,
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
-GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources")   # by-search gnn keys only layout models read (no tile entry)
+# by-search gnn keys only layout models read (no tile entry)
+GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources", "layout_roles", "layout_padding")
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31,
 # a cross-key rule of `validate`)
 COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)

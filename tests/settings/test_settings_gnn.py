@@ -33,3 +33,13 @@ def test_model_selection_orderings_null_are_the_final_inference():
     assert (cheap.train.valid.tta, cheap.infer.tta, cheap.train.valid.infer_batch) == (1, 3, cheap.infer.infer_batch)
     member = gnn_settings(compose(["data=programs_ci", "gnn.member_workers=3", "gnn.num_threads=4"]), RANDOM)
     assert (member.member_workers, member.num_threads) == (3, 4)
+
+
+def test_layout_inputs_by_search_need_no_tile_entry():
+    cfg = compose(["data=programs_ci", "gnn.layout_padding={random: true, default: false}",
+                   "gnn.layout_roles={random: false, default: true}"])
+    default = Collection.parse("layout-nlp-default")
+    assert (gnn_settings(cfg, RANDOM).model.layout_padding, gnn_settings(cfg, default).model.layout_padding) == (True, False)
+    assert (gnn_settings(cfg, RANDOM).model.layout_roles, gnn_settings(cfg, default).model.layout_roles) == (False, True)
+    tile = gnn_settings(cfg, TILE).model
+    assert not tile.layout_padding and not tile.layout_roles
