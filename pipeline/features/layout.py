@@ -29,7 +29,7 @@ from pipeline.choices import LGBM_LAYOUT_GROUPS
 from pipeline.features import top_nodes as features_top_nodes
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import layouts
-from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, block_codes
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, block_codes, padded_length
 from pipeline.tpugraphs.schema import (CONVOLUTION_OPCODE, DOT_OPCODE, LAYOUT_BLOCKS, LAYOUT_VALUE_MIN, MAX_DIMS,
                                        RESHAPE_OPCODE, SHAPE_COLUMNS)
 
@@ -189,8 +189,7 @@ def _minor_table(shape: np.ndarray) -> np.ndarray:
     sizes = np.concatenate([np.ones((len(shape), 1)), np.where(shape > 0, shape, 1.0)], axis=1)  # [NC, 7]
     minor0, minor1 = sizes[:, :, None], sizes[:, None, :]                     # [NC, 7, 1], [NC, 1, 7]
     elements = sizes.prod(1)[:, None, None]
-    padded_minor = (np.ceil(minor0 / TPU_TILE_MINOR) * TPU_TILE_MINOR
-                    * np.ceil(minor1 / TPU_TILE_SECOND_MINOR) * TPU_TILE_SECOND_MINOR)
+    padded_minor = padded_length(minor0, TPU_TILE_MINOR) * padded_length(minor1, TPU_TILE_SECOND_MINOR)
     stats = [np.log2(minor0), np.log2(minor1), minor0 % TPU_TILE_MINOR == 0, minor1 % TPU_TILE_SECOND_MINOR == 0,
              minor0 < TPU_TILE_MINOR]
     stats += [elements * stats[0], elements * stats[2], elements * stats[3],

@@ -2,9 +2,10 @@
 chunk of configs, built node-major (`[nodes, chunk, hidden]`) with the per-graph work done once per batch.
 
 - `ConfigInputs`: the config encoder. The 18 layout values enter its first linear layer as one `embedding_bag`
-  over a [18 slots x 7 values, hidden] table (the value embedding folded into that layer, both linear), and the 24
-  dimension features as one gather from a per-graph table. Rows are node-major (configurable node, then config), so
-  the per-config part lands in the chunk's node states without a transpose.
+  over a [18 slots x 7 values, hidden] table (the value embedding folded into that layer, both linear), and the
+  per-block dimension features (3 blocks x `encoder.block_width`) with it, from a per-graph table. Rows are
+  node-major (configurable node, then config), so the per-config part lands in the chunk's node states without a
+  transpose.
 - `MismatchEdges`: the per-node mismatch features (`layout_inputs.mismatch_features`) from the edges whose mismatch
   can change with the config only (a configurable producer, or a consumer's explicit input/kernel block; every
   other edge reads its producer's HLO layout as produced), summed per node by one sparse product.
@@ -92,11 +93,12 @@ class MismatchEdges:
 class ConfigInputs:
     """`LayoutConfigEncoder.forward` for inference, node-major, with the per-graph work done once (`__init__`).
 
-    The encoder's first linear layer sees [18 embedded values | 24 dimension features | 3 default flags (effective
-    layouts)] of a configurable node's config. All of it is linear in per-slot terms: slot s with value v adds its
-    value embedding through the layer, and the dimension features it feeds, which depend only on (configurable node,
-    block, value): log1p of the size of the dim the value names and its remainders by the tile
-    (`embeddings.layout_dim_features`). So the layer (bias included) is one `embedding_bag` over a per-graph table
+    The encoder's first linear layer sees [18 embedded values | 3 blocks x `block_width` dimension features |
+    3 default flags (effective layouts)] of a configurable node's config. All of it is linear in per-slot terms:
+    slot s with value v adds its value embedding through the layer, and the dimension features it feeds, which
+    depend only on (configurable node, block, value): log1p of the size of the dim the value names and its remainders
+    by the tile (`embeddings.layout_dim_features`), with `padding` its padding waste, with `roles` its roles. So the
+    layer (bias included) is one `embedding_bag` over a per-graph table
     [configurable x 18 slots x 7 values, hidden]. With effective layouts, a default block (all values -1) reads the
     layout it stands for, plus its flag: 3 more bag rows per config, a per-(node, block) correction from what its
     -1 values gave, or a zero row when the block is explicit. Rows are node-major (configurable node, then config),

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from pipeline.graphnet.layout_inputs import MISMATCH_FEATURES, effective_configs, mismatch_features
-from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, padded_length
 from pipeline.tpugraphs.tiles import TILE_INPUT_DIM
 from pipeline.tpugraphs.schema import (CONFIG_FEAT_DIM, LAYOUT_BLOCKS, LAYOUT_VALUE_MAX, LAYOUT_VALUE_MIN, MAX_DIMS,
                                        NODE_CONFIG_FEAT_DIM, OPCODE_COUNT)
@@ -34,17 +34,15 @@ def ordered_sizes(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Te
     return torch.gather(dims, -1, order.clamp(min=0)) * (order >= 0)             # [configs, nodes, 3, 6]
 
 
-def layout_dim_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
-    """Sizes of the dimensions in the order a layout puts them (minor first), the 3rd place's `(x % 128) / 128`.
+def layout_dim_features(sizes: torch.Tensor) -> torch.Tensor:
+    """Sizes of the dimensions in the order a layout puts them (minor first), and their remainders by the tile.
 
     Args:
-        configs: [configs, configurable, 18] embedding indices (layout value + 1; 0 = -1 padding).
-        operand_dims: [configurable, 3, 6] raw dimension sizes of the output / input / kernel operands.
+        sizes: [configs, configurable, 3, 6] `ordered_sizes` of the configs' output / input / kernel blocks.
     Returns:
         [configs, configurable, 3, DIM_FEATURES_PER_BLOCK] float: log1p(size) of dims minor-to-major, then
         (size % 128) / 128 of the most minor and (size % 8) / 8 of the second-minor dim.
     """
-    sizes = ordered_sizes(configs, operand_dims)                                 # [configs, nodes, 3, 6]
     minor, second = sizes[..., 0], sizes[..., 1]                                 # [configs, nodes, 3]
     return torch.cat([torch.log1p(sizes), (minor % TPU_TILE_MINOR / TPU_TILE_MINOR).unsqueeze(-1),
                       (second % TPU_TILE_SECOND_MINOR / TPU_TILE_SECOND_MINOR).unsqueeze(-1)], dim=-1)
@@ -54,14 +52,14 @@ def padding_waste(sizes: torch.Tensor, tile: int) -> torch.Tensor:
     """float, the shape of `sizes`: log(ceil(size / tile) * tile / size), the log of the length a dim of `size`
     occupies when laid out on tiles of `tile` over its own length; 0 for size 0 (no dim)."""
     safe = sizes.float().clamp(min=1)
-    return torch.log(torch.ceil(safe / tile) * tile / safe) * (sizes > 0)
+    return torch.log(padded_length(safe, tile) / safe) * (sizes > 0)
 
 
-def layout_padding_features(configs: torch.Tensor, operand_dims: torch.Tensor) -> torch.Tensor:
-    """What a layout's TPU (8, 128) tiling wastes: [configs, configurable, 3, PADDING_FEATURES_PER_BLOCK] float,
-    `padding_waste` of the most-minor dim to 128 and of the second-minor to 8. Their sum is the log of the block's
-    padded over its raw elements; each is a function of one slot's dim, so the chunked path can table them."""
-    sizes = ordered_sizes(configs, operand_dims)                                 # [configs, nodes, 3, 6]
+def layout_padding_features(sizes: torch.Tensor) -> torch.Tensor:
+    """What a layout's TPU (8, 128) tiling wastes: [configs, configurable, 3, PADDING_FEATURES_PER_BLOCK] float from
+    `ordered_sizes` [configs, configurable, 3, 6], `padding_waste` of the most-minor dim to 128 and of the
+    second-minor to 8. Their sum is the log of the block's padded over its raw elements; each is a function of one
+    slot's dim, so the chunked path can table them."""
     return torch.stack([padding_waste(sizes[..., 0], TPU_TILE_MINOR),
                         padding_waste(sizes[..., 1], TPU_TILE_SECOND_MINOR)], dim=-1)   # [configs, nodes, 3, 2]
 
@@ -139,9 +137,10 @@ class LayoutConfigEncoder(nn.Module):
         # the table indexed directly: the same rows as self.value(configs), and a CPU backward 2.3x faster
         emb = self.value.weight[configs]                              # [configs, configurable, 18, value_dim]
         emb = emb.reshape(n_configs, n_cfg_nodes, -1)                 # [configs, configurable, 18 * value_dim]
-        dims = [layout_dim_features(configs, graph.operand_dims)]     # [configs, configurable, 3, 8]
+        sizes = ordered_sizes(configs, graph.operand_dims)            # [configs, configurable, 3, 6]
+        dims = [layout_dim_features(sizes)]                           # [configs, configurable, 3, 8]
         if self.padding:
-            dims.append(layout_padding_features(configs, graph.operand_dims))  # [configs, configurable, 3, 2]
+            dims.append(layout_padding_features(sizes))               # [configs, configurable, 3, 2]
         if self.roles:
             dims.append(layout_role_features(configs, graph.operand_roles))    # [configs, configurable, 3, 4]
         dims = torch.cat(dims, dim=-1)                                # [configs, configurable, 3, block_width]

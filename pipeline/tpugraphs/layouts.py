@@ -19,6 +19,13 @@ NOT_FED = -1                                         # operand_slots of an edge 
 TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR = 128, 8       # TPU (8, 128) vector tile: minor dim pads to 128, 2nd-minor to 8
 
 
+def padded_length(size, tile: int):
+    """The length a dim of `size` (an array or tensor of sizes >= 1) occupies on tiles of `tile`:
+    ceil(size / tile) * tile, in the type of `size`. LightGBM's layout and tile features and the GNN's padding
+    inputs all pad through this one function."""
+    return -(-size // tile) * tile
+
+
 def ranks(node_feat_raw: np.ndarray) -> np.ndarray:
     """int64 [nodes]: each node's output rank (non-negative entries of shape_dimensions, as re-padded by prune)."""
     return (np.asarray(node_feat_raw)[:, SHAPE_COLUMNS] >= 0).sum(axis=1)

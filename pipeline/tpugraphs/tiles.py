@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR
+from pipeline.tpugraphs.layouts import TPU_TILE_MINOR, TPU_TILE_SECOND_MINOR, padded_length
 from pipeline.tpugraphs.schema import CONFIG_FEAT_COLUMN, CONFIG_FEAT_DIM, IS_ROOT_COLUMN, MAX_DIMS, SHAPE_COLUMNS
 
 OUTPUT_BOUNDS = CONFIG_FEAT_COLUMN["output_bounds_0"]   # first of the output tile's MAX_DIMS bounds
@@ -76,8 +76,8 @@ class TileGeometry:
     @property
     def tpu_padded_tile(self) -> np.ndarray:
         """[configs] elements of one tile once its minor dim pads to 128 and its second-minor dim to 8."""
-        minor = np.ceil(self.minor / TPU_TILE_MINOR) * TPU_TILE_MINOR
-        second = np.ceil(self.second_minor / TPU_TILE_SECOND_MINOR) * TPU_TILE_SECOND_MINOR
+        minor = padded_length(self.minor, TPU_TILE_MINOR)
+        second = padded_length(self.second_minor, TPU_TILE_SECOND_MINOR)
         rest = self.tile_elements / (self.minor * (self.second_minor if self.rank >= 2 else 1.0))
         return rest * minor * (second if self.rank >= 2 else 1.0)
 

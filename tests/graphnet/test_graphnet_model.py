@@ -12,7 +12,7 @@ from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph, spec_of
 from pipeline.graphnet.attention import ConfigCenter, ConfigGate, ConfigSelfAttention
 from pipeline.graphnet.data import graph_tensors, layout_config_batch, tile_config_batch
 from pipeline.graphnet.embeddings import (LayoutConfigEncoder, NodeEncoder, TileConfigEncoder, layout_dim_features,
-                                          layout_padding_features, padding_waste,
+                                          layout_padding_features, ordered_sizes, padding_waste,
                                           layout_role_features)
 from pipeline.graphnet.layers import NodeNorm, SAGEBlock, SAGEConv, SharedDropout, mean_aggregate
 from pipeline.graphnet.model import ModelSpec, build_model
@@ -209,7 +209,7 @@ def test_layout_dim_features_by_hand():
     dims[0, 0, :3] = torch.tensor([4.0, 130.0, 9.0])         # output shape (4, 130, 9)
     configs = torch.zeros(1, 1, 18, dtype=torch.int64)       # all -1 (index 0)
     configs[0, 0, :3] = torch.tensor([1, 2, 0]) + 1          # output layout minor-to-major {1, 2, 0}
-    f = layout_dim_features(configs, dims)                   # [1, 1, 3, 8]
+    f = layout_dim_features(ordered_sizes(configs, dims))    # [1, 1, 3, 8]
     assert f.shape == (1, 1, 3, 8)
     assert torch.allclose(f[0, 0, 0, :3], torch.log1p(torch.tensor([130.0, 9.0, 4.0])))
     assert f[0, 0, 0, 3:6].abs().sum() == 0                 # padding -> size 0
@@ -230,7 +230,7 @@ def test_layout_padding_features_by_hand():
     configs = torch.zeros(2, 1, 18, dtype=torch.int64)       # all -1 (index 0)
     configs[0, 0, :3] = torch.tensor([1, 2, 0]) + 1          # 130 minor, 9 second-minor
     configs[1, 0, :3] = torch.tensor([2, 0, 1]) + 1          # 9 minor, 4 second-minor
-    f = layout_padding_features(configs, dims)               # [2, 1, 3, 2]
+    f = layout_padding_features(ordered_sizes(configs, dims))  # [2, 1, 3, 2]
     assert f.shape == (2, 1, 3, 2)
     assert f[0, 0, 0].tolist() == pytest.approx([math.log(256 / 130), math.log(16 / 9)])
     assert f[1, 0, 0].tolist() == pytest.approx([math.log(128 / 9), math.log(8 / 4)])

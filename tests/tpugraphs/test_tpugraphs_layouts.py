@@ -50,3 +50,12 @@ def test_operand_slots_follow_edge_order_of_configurable_consumers():
 def test_element_counts_ignore_padding():
     raw = raw_rows([(4, 8), (3,), ()], [(), (), ()])
     assert layouts.element_counts(raw).tolist() == [32.0, 3.0, 1.0]
+
+
+def test_padded_length_by_hand_on_arrays_and_tensors():
+    import torch
+    sizes = np.array([1.0, 8.0, 9.0, 127.0, 128.0, 129.0, 300.0])
+    assert layouts.padded_length(sizes, 128).tolist() == [128, 128, 128, 128, 128, 256, 384]
+    assert layouts.padded_length(sizes, 8).tolist() == [8, 8, 16, 128, 128, 136, 304]
+    tensor = layouts.padded_length(torch.tensor(sizes, dtype=torch.float32), 8)
+    assert tensor.dtype == torch.float32 and tensor.tolist() == [8, 8, 16, 128, 128, 136, 304]
