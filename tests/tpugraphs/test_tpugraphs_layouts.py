@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from pipeline.tpugraphs import layouts
 from pipeline.tpugraphs.schema import LAYOUT_COLUMNS, NODE_FEAT_DIM, SHAPE_COLUMNS
@@ -53,7 +54,6 @@ def test_element_counts_ignore_padding():
 
 
 def test_padded_length_by_hand_on_arrays_and_tensors():
-    import torch
     sizes = np.array([1.0, 8.0, 9.0, 127.0, 128.0, 129.0, 300.0])
     assert layouts.padded_length(sizes, 128).tolist() == [128, 128, 128, 128, 128, 256, 384]
     assert layouts.padded_length(sizes, 8).tolist() == [8, 8, 16, 128, 128, 136, 304]
