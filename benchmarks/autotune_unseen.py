@@ -31,7 +31,7 @@ from pipeline.config import load_cfg  # noqa: E402
 from pipeline.hlo.featurize import layout_program, parse_module  # noqa: E402
 from pipeline.settings.sections import layout_cost  # noqa: E402
 from pipeline.tuning.oracle import CostModelScorer, oracle_search  # noqa: E402
-from pipeline.tuning.report import mean_std, share_of_gain  # noqa: E402
+from pipeline.tuning.report import log_gains, mean_std, share_of_gain  # noqa: E402
 from pipeline.tuning.space import LayoutSpace  # noqa: E402
 from pipeline.tuning.verify import AutotuneSettings  # noqa: E402
 
@@ -193,7 +193,8 @@ def main() -> None:
                "refused": sorted({r["program"] for r in rows if "error" in r}),
                "oracle_under_1pct": sorted({r["program"] for r in tuned if r["share"] is None}),
                "share": mean_std(shares), "slower_than_default": sum(r["verified_ratio"] > 1.0 for r in tuned),
-               "min_share": min(shares) if shares else None}
+               "min_share": min(shares) if shares else None,
+               "worst_ratio": max((r["verified_ratio"] for r in tuned), default=None), **log_gains(tuned)}
     lines = [f"# autotune on programs the zoo never builds (`benchmarks/autotune_unseen.py`, model {args.model})", "",
              f"`python benchmarks/autotune_unseen.py --seeds {args.seeds} --model {args.model} {' '.join(overrides)}`."
              " Ratios are runtimes over the compiler default's under the project's layout cost model.", "",

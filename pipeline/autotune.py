@@ -75,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             metrics = run_stage(cfg)
             share = metrics["all"]["share"]
             print(f"autotune: mean share of the oracle's gain {share['mean']} (± {share['std']}, "
-                  f"{share['n']} programs); under 1% apart: {metrics['all']['small_gain_programs']}")
+                  f"{share['n']} programs); under 1% apart: {metrics['all']['small_gain_programs']}; of the "
+                  f"oracle's summed log gain over every program {metrics['all']['log_share']['pick']}")
             return
         request = Request(args.programs[0], args.programs[1] if len(args.programs) > 1 else None, args.model,
                           args.budget, args.collection, args.out)

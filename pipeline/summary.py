@@ -15,9 +15,10 @@ The Kaggle score is the leaderboard's: the unweighted mean of the collection sco
 the collections `data.collections` configures (all five for a full run, so it equals the leaderboard's mean).
 A split a metrics file lacks (the real test split has no truth) is left out of that model, never counted as zero.
 `dvc metrics show` prints it as one short row; `--show --experiments` ranks the experiments by it.
-Key `autotune` carries stage autotune's mean share of the oracle's gain over the programs it counts
-(`<metrics_dir>/autotune.json`, "all": {"share": mean, "programs": n}; the spread, the baselines and the programs
-listed apart stay in autotune.json); `dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
+Key `autotune` carries stage autotune's mean share of the oracle's gain over the programs it counts and the pick's
+share of the oracle's summed log gain over every program (`<metrics_dir>/autotune.json`, "all": {"share": mean,
+"programs": n, "log_share": pick}; the spread, the baselines and the programs listed apart stay in autotune.json);
+`dvc exp show --sort-by metrics/summary.json:autotune.share` ranks by it.
 
 It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
 `<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
@@ -142,11 +143,14 @@ def write_review(tables: dict[str, pd.DataFrame], folder: Path) -> None:
 
 
 def autotune_summary(metrics_dir: str | Path) -> dict:
-    """The mean shares of stage autotune's `<metrics_dir>/autotune.json` (one-line error when it is missing)."""
+    """Stage autotune's mean share of the oracle's gain, the programs it counts and the pick's share of the oracle's
+    summed log gain, from `<metrics_dir>/autotune.json` (one-line error when it or a key is missing)."""
     overall = read_collection_metrics(Path(metrics_dir) / AUTOTUNE_NAME).get("all")
-    if not isinstance(overall, dict) or not isinstance(overall.get("share"), dict):
-        raise ValueError(f"{Path(metrics_dir) / AUTOTUNE_NAME}: key 'all.share' missing; re-run stage autotune")
-    return {"share": overall["share"]["mean"], "programs": overall["share"]["n"]}   # the rest: autotune.json
+    for key in ("share", "log_share"):
+        if not isinstance(overall, dict) or not isinstance(overall.get(key), dict):
+            raise ValueError(f"{Path(metrics_dir) / AUTOTUNE_NAME}: key 'all.{key}' missing; re-run stage autotune")
+    return {"share": overall["share"]["mean"], "programs": overall["share"]["n"],
+            "log_share": overall["log_share"].get("pick")}                              # the rest: autotune.json
 
 
 def run(cfg: DictConfig) -> dict:
@@ -178,6 +182,8 @@ def show(cfg: DictConfig) -> str:
     table = leaderboard.workspace_table(summary, splits, str(cfg.summary.rank_split))
     share = "" if autotune.get("share") is None else (f"\nautotune: mean share of the oracle's gain "
                                                         f"{autotune['share']:.3f} over {autotune.get('programs')} programs")
+    if share and autotune.get("log_share") is not None:
+        share += f", {autotune['log_share']:.3f} of its summed log gain"
     return f"{table}{share}\n(Kaggle score: the mean over {len(cfg.data.collections)} collection(s); {path})"
 
 

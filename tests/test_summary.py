@@ -94,9 +94,13 @@ def test_autotune_summary_carries_the_mean_share(tmp_path):
     with pytest.raises(FileNotFoundError, match="autotune.json: no metrics file"):
         autotune_summary(tmp_path)
     mean = {"mean": 0.5, "std": 0.1, "n": 3}
-    write_json({"all": {"share": mean, "min_share": 0.2, "share_featurizer_sample": {**mean, "mean": 0.25},
-                        "share_random_search": {**mean, "mean": 0.125}}}, tmp_path / "autotune.json")
-    assert autotune_summary(tmp_path) == {"share": 0.5, "programs": 3}
+    shares = {"share": mean, "min_share": 0.2, "share_featurizer_sample": {**mean, "mean": 0.25},
+              "share_random_search": {**mean, "mean": 0.125}}
+    write_json({"all": shares}, tmp_path / "autotune.json")                  # written before log_share existed
+    with pytest.raises(ValueError, match="autotune.json: key 'all.log_share' missing; re-run stage autotune"):
+        autotune_summary(tmp_path)
+    write_json({"all": {**shares, "log_share": {"pick": 0.25, "random_search": 0.5}}}, tmp_path / "autotune.json")
+    assert autotune_summary(tmp_path) == {"share": 0.5, "programs": 3, "log_share": 0.25}
 
 
 def test_summary_json_is_flat_with_the_ceiling_beside_the_models():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from tuning_hlo import DOT_RESHAPE, space_of
 
-from pipeline.tuning.report import changes, unmeasured
+from pipeline.tuning.report import changes, log_gains, unmeasured
 
 
 def test_worth_is_measured_on_the_scale_of_the_reported_prediction():
@@ -34,3 +34,17 @@ def test_unmeasured_lists_the_frozen_blocks_by_kind():
     narrow = space.only_kinds([space.kinds[1][0], space.kinds[1][1]])       # the reshape's kinds: the dot frozen
     assert unmeasured(narrow) == [{"opcode": "dot", "block": "output", "rank": 2, "blocks": 1},
                                   {"opcode": "dot", "block": "input", "rank": 2, "blocks": 1}]
+
+
+def test_log_gains_sum_the_log_gains_so_a_tiny_oracle_gain_does_not_dominate():
+    rows = [{"t_default_ns": 100.0, "t_pick_ns": 50.0, "t_oracle_ns": 25.0, "t_other_ns": 100.0},
+            {"t_default_ns": 10.0, "t_pick_ns": 10.5, "t_oracle_ns": 9.8, "t_other_ns": 9.8}]   # share -2.5 there
+    out = log_gains(rows, {"pick": "t_pick_ns", "other": "t_other_ns"})
+    oracle_gain = np.log(4.0) + np.log(10.0 / 9.8)
+    assert out["log_share"]["pick"] == pytest.approx((np.log(2.0) - np.log(1.05)) / oracle_gain)   # 0.4581
+    assert out["log_share"]["other"] == pytest.approx(np.log(10.0 / 9.8) / oracle_gain)
+    assert out["geomean_ratio"] == {"pick": pytest.approx(np.sqrt(0.5 * 1.05)), "other": pytest.approx(np.sqrt(0.98)),
+                                    "oracle": pytest.approx(np.sqrt(0.25 * 0.98))}
+    nothing = [{"t_default_ns": 10.0, "t_pick_ns": 10.0, "t_oracle_ns": 10.0}]      # the oracle gains nothing
+    assert log_gains(nothing)["log_share"] == {"pick": None}
+    assert log_gains([]) == {"log_share": {"pick": None}, "geomean_ratio": {"pick": None, "oracle": None}}

@@ -20,7 +20,8 @@ def test_builtin_test_programs_are_the_presets_test_split_and_none_for_real_data
 
 def row(program, share, kept=True, sample=0.0, random=0.0):
     return {"program": program, "share": share, "guard_kept_pick": kept, "share_featurizer_sample": sample,
-            "share_random_search": random}
+            "share_random_search": random, "t_default_ns": 10.0, "t_oracle_ns": 5.0, "t_pick_ns": 10.0,
+            "t_featurizer_sample_ns": 10.0, "t_random_search_ns": 5.0}
 
 
 def test_aggregate_averages_defined_shares_and_lists_small_gains_apart():
@@ -29,6 +30,9 @@ def test_aggregate_averages_defined_shares_and_lists_small_gains_apart():
     assert out["share"] == {"mean": 0.75, "std": 0.25, "n": 2}
     assert out["share_featurizer_sample"]["mean"] == 0.25 and out["min_share"] == 0.5
     assert out["small_gain_programs"] == ["c"] and out["guarded"] == 2 and "search_seconds" not in out
+    assert out["log_share"] == {"pick": 0.0, "featurizer_sample": 0.0, "random_search": 1.0}   # every row counted
+    assert out["geomean_ratio"] == pytest.approx({"pick": 1.0, "featurizer_sample": 1.0, "random_search": 0.5,
+                                                  "oracle": 0.5})
     empty = aggregate([])                                    # data=tpugraphs: no built-in program
     assert empty["share"] == {"mean": None, "std": None, "n": 0} and empty["min_share"] is None
 
