@@ -6,8 +6,9 @@ is one line naming the file or key, what was expected and what was found: `TpuGr
 
 Every `python -m pipeline.<stage>` (and every tool under benchmarks/) ends with `run_main(main)`: a
 `PipelineError`, or a `SystemExit` carrying a message, becomes that one line on stderr and exit status
-`EXIT_BAD_INPUT`; any other exception is a programming error and keeps its traceback. Stages write their outputs
-through `pipeline.files.atomic_path`, so an error leaves no output that DVC would accept.
+`EXIT_BAD_INPUT`; so does a `FileNotFoundError` (an input that an earlier stage writes, or that the user names, is
+not there: the message names the file); any other exception is a programming error and keeps its traceback. Stages
+write their outputs through `pipeline.files.atomic_path`, so an error leaves no output that DVC would accept.
 """
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ def one_line(message: str) -> str:
     return text if text.startswith(ERROR_PREFIX) else ERROR_PREFIX + text
 
 
+def missing_file(error: FileNotFoundError) -> str:
+    """A missing file's one line: the project's own message, or the operating system's naming the file and the
+    likely cause."""
+    if error.filename is None:
+        return str(error)
+    return (f"{error.filename}: no such file or folder; expected the output of an earlier stage (run `dvc repro`) "
+            f"or a path you gave")
+
+
 def run_main(main: Callable[[], object]) -> None:
     """Run a command's `main()`; the project's errors exit with one stderr line and status EXIT_BAD_INPUT.
 
@@ -42,6 +52,9 @@ def run_main(main: Callable[[], object]) -> None:
         main()
     except PipelineError as error:
         print(one_line(str(error)), file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except FileNotFoundError as error:
+        print(one_line(missing_file(error)), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
     except SystemExit as stop:
         if isinstance(stop.code, str):

@@ -24,6 +24,11 @@ def raising(error: BaseException):
     (CheckpointError("model.pt: not a checkpoint"), "error: model.pt: not a checkpoint"),
     (SystemExit("error: --collection: unknown"), "error: --collection: unknown"),
     (SystemExit("featurize: no program\nproduced output"), "error: featurize: no program; produced output"),
+    (FileNotFoundError(2, "No such file or directory", "pruned/tile-xla/index.csv"),   # open() of a missing input
+     "error: pruned/tile-xla/index.csv: no such file or folder; expected the output of an earlier stage (run `dvc "
+     "repro`) or a path you gave"),
+    (FileNotFoundError("model.pt: no GNN model here; run the gnn stage"), "error: model.pt: no GNN model here; run the "
+     "gnn stage"),
 ])
 def test_the_projects_errors_exit_2_with_one_line(capsys, error, line):
     with pytest.raises(SystemExit) as stop:

@@ -63,3 +63,12 @@ def test_featurize_refuses_an_unbounded_dynamic_shape_in_the_module_header(tmp_p
     assert line == (f"error: featurize: {program}:1: expected static or bounded dimension sizes (unbounded dynamic "
                     f"dimensions '?' are not supported), found 'f32[?]'")
     assert written(tmp_path / "out") == []
+
+
+def test_a_model_stage_run_before_prune_names_the_missing_file(tmp_path):
+    outputs = [f"paths.{key}={tmp_path / key}" for key in ("pruned_dir", "models_dir", "predictions_dir",
+                                                           "metrics_dir", "plots_dir")]
+    line = error_line(run_entry("pipeline.lgbm", "--collection", "tile-xla", *outputs))
+    assert line == (f"error: {tmp_path / 'pruned_dir' / 'tile-xla' / 'index.csv'}: no such file or folder; expected "
+                    f"the output of an earlier stage (run `dvc repro`) or a path you gave")
+    assert written(tmp_path) == []

@@ -18,11 +18,13 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.choices import LGBM_LABEL_GAINS, LGBM_OBJECTIVES, LIGHTGBM_XENDCG_GRADES
+from pipeline.errors import PipelineError
 from pipeline.lgbm_model.rank_data import LIGHTGBM_MAX_QUERY_ROWS, RankData
 from pipeline.lgbm_model.settings import LgbmSettings
 
 LABEL_GAINS = LGBM_LABEL_GAINS
 OBJECTIVES = LGBM_OBJECTIVES   # pairwise: `pairwise_objective`, Kendall tau's pairs
+NO_FEATURE_CHECK = "num_features()) > (0)"   # LightGBM's failed check when its pre-filter left no feature
 
 
 def max_label_grades(objective: str) -> int:
@@ -135,6 +137,13 @@ def train_ranker(train: RankData, valid: RankData, settings: LgbmSettings, seed:
                                    else score_eval(settings.kind, valid, settings.eval_metric)),
                             callbacks=[lgb.early_stopping(settings.early_stopping_rounds, first_metric_only=True,
                                                           verbose=False), lgb.record_evaluation(history), progress])
+    except lgb.basic.LightGBMError as error:
+        if NO_FEATURE_CHECK not in str(error):
+            raise
+        raise PipelineError(f"{desc or 'lgbm'}: no feature can split the {len(train.label)} train rows of "
+                            f"{len(train.graph_offsets) - 1} graph(s): each is constant or has fewer rows per value "
+                            f"than lgbm.min_data_in_leaf={settings.min_data_in_leaf}; expected more (or more varied) "
+                            f"train configurations, or a lower lgbm.min_data_in_leaf") from None
     finally:
         progress.close()
     return booster, history.get("valid", {})

@@ -150,3 +150,19 @@ def test_schema_objectives_are_the_modules():
     from pipeline.settings_schema import LGBM_OBJECTIVES
 
     assert LGBM_OBJECTIVES == train.OBJECTIVES
+
+
+def test_no_feature_to_split_is_one_line_naming_min_data_in_leaf(cfg):
+    from pipeline.errors import PipelineError
+
+    settings = lgbm_settings(cfg, COLLECTION)
+    rng = np.random.default_rng(0)
+    data = {split: rank_data.build_rank_data(iter_split(cfg.paths.pruned_dir, SLUG, split), "layout",
+                                              settings.features, 0, 31, settings.max_query_rows, rng)
+            for split in ("train", "valid")}
+    rows = len(data["train"].label)
+    too_few = OmegaConf.to_container(OmegaConf.merge(cfg, {"lgbm": {"min_data_in_leaf": rows}}))
+    settings = lgbm_settings(OmegaConf.create(too_few), COLLECTION)      # a leaf needs every row: nothing splits
+    with pytest.raises(PipelineError, match=rf"^boost: no feature can split the {rows} train rows of \d+ graph\(s\)"
+                                            rf".*lgbm.min_data_in_leaf={rows}; expected more"):
+        train.train_ranker(data["train"], data["valid"], settings, 0, desc="boost")
