@@ -6,6 +6,7 @@ Problems raise `pipeline.tpugraphs.errors.TpuGraphsFormatError` (file, key, expe
 from __future__ import annotations
 
 import ast
+import math
 import struct
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from pipeline.tpugraphs.errors import TpuGraphsFormatError
 NPY_MAGIC = b"\x93NUMPY"
 NPY_ALIGN = 64                     # numpy pads headers so that array data starts on a 64-byte boundary
 MAX_NPY_HEADER = 1 << 20           # refuse absurd headers before literal_eval
+MAX_ARRAY_BYTES = np.iinfo(np.intp).max   # numpy cannot allocate (or index) more, even with a 0-sized dim
+NON_BUFFER_KINDS = "Mm"            # datetime64 / timedelta64: no byte buffer to read into (nor a number)
 
 
 def npy_header(shape: tuple[int, ...], dtype: np.dtype, length: int | None = None) -> bytes:
@@ -76,10 +79,15 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
     if dtype.hasobject:
         raise TpuGraphsFormatError(path, key, "a numeric array (loading never unpickles)",
                                    f"a pickled object array (dtype {dtype})")
+    if dtype.kind in NON_BUFFER_KINDS:
+        raise TpuGraphsFormatError(path, key, "a numeric dtype", f"dtype {dtype} (datetime64/timedelta64)")
     if fortran:
         raise TpuGraphsFormatError(path, key, "a C-order array", "fortran_order=True")
     if any(s < 0 for s in shape):
         raise TpuGraphsFormatError(path, key, "a non-negative shape", str(shape))
+    if math.prod(max(s, 1) for s in shape) * max(dtype.itemsize, 1) > MAX_ARRAY_BYTES:   # exact, no int64 wrap
+        raise TpuGraphsFormatError(path, key, f"an array of at most {MAX_ARRAY_BYTES} bytes",
+                                   f"shape {shape} of {dtype}")
     return len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt) + length, shape, dtype
 
 
