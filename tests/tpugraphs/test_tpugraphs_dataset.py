@@ -154,7 +154,8 @@ LAYOUT_CORRUPTIONS = {
     "NaN runtime": ("config_runtime", _set("config_runtime", np.array([300, np.nan, 200, 400]))),
     "float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 1.0, 200.0, 400.0]))),
     "pickled object array": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34, "x"], dtype=object))),
-    "fortran order": ("node_feat", _set("node_feat", lambda a: np.asfortranarray(a["node_feat"]))),
+    "fortran order node_config_feat": ("node_config_feat", _set("node_config_feat",
+                                                                lambda a: np.asfortranarray(a["node_config_feat"]))),
     "node_splits past N": ("node_splits", _set("node_splits", np.array([[0, 6]], np.int64))),
 }
 TILE_CORRUPTIONS = {
@@ -222,6 +223,25 @@ def test_compressed_files_load_like_stored(tmp_path):
     index = [3, 0, 3, 2]
     assert (stored.read_node_config_feat(index) == packed.read_node_config_feat(index)).all()
     assert (stored.node_feat == packed.node_feat).all()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_fortran_order_arrays_load_like_c_order_but_node_config_feat(tmp_path, compress):
+    """numpy.savez stores an F-contiguous 2-D array with fortran_order=True (valid npz, which np.load reads): such
+    node_feat, edge_index and config_feat load exactly as the C-order ones; node_config_feat, read by configuration,
+    is refused naming file and key."""
+    for kind, make in ((LAYOUT, make_layout_arrays), (TILE, make_tile_arrays)):
+        arrays = make()
+        fortran = {k: np.asfortranarray(v) if k != "node_config_feat" else v for k, v in arrays.items()}
+        plain = load_graph(write_npz(tmp_path / "c.npz", arrays, compress), kind, "train")
+        graph = load_graph(write_npz(tmp_path / "f.npz", fortran, compress), kind, "train")
+        for key in ("node_feat", "node_opcode", "edge_index", "config_feat", "node_config_ids", "node_splits"):
+            assert np.array_equal(getattr(graph, key), getattr(plain, key)), key
+    arrays = make_layout_arrays()
+    arrays["node_config_feat"] = np.asfortranarray(arrays["node_config_feat"])
+    path = write_npz(tmp_path / "ncf.npz", arrays, compress)
+    message = _raises(path, "node_config_feat", lambda: load_graph(path, LAYOUT, "train"))
+    assert "expected a C-order array (this member is read by rows); found fortran_order=True" in message
 
 
 def test_in_memory_source_and_tile_validation(tiny_npz):
