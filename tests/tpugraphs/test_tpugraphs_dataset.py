@@ -277,3 +277,19 @@ def test_load_graph_names_an_extra_member_that_is_not_npy(tmp_path):
     with pytest.raises(TpuGraphsFormatError, match=r"g.npz \[key 'notes.txt'\]: expected only <key>.npy members "
                                                    r"\(as numpy.savez writes\); found a member named 'notes.txt'"):
         load_graph(path, "layout:xla:random", "train")
+
+
+def test_graph_paths_names_the_files_it_ignores(tmp_path, capsys):
+    """Only *.npz files are graphs; anything else in a split folder (a README, an upper-case X.NPZ, a .npz.gz) is
+    left out with one warning line naming the folder and the files, never silently."""
+    folder = tmp_path / "npz" / "tile" / "xla" / "test"
+    write_npz(folder / "a.npz", make_tile_arrays())
+    (folder / "README.txt").write_text("notes")
+    (folder / "b.NPZ").write_bytes((folder / "a.npz").read_bytes())
+    assert graph_paths(tmp_path, TILE, "test") == [folder / "a.npz"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {folder}: left out 2 entries that are not *.npz graph files: README.txt, b.NPZ"]
+    (folder / "README.txt").unlink()
+    (folder / "b.NPZ").unlink()
+    graph_paths(tmp_path, TILE, "test")
+    assert capsys.readouterr().err == ""
