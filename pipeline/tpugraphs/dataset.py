@@ -9,6 +9,7 @@ Every problem raises `TpuGraphsFormatError` naming the file, the key, what was e
 from __future__ import annotations
 
 import os
+import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from pipeline.tpugraphs.schema import (COLLECTION_NAMES, KAGGLE_SUBDIR, LAYOUT_V
 __all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_file_name", "check_disjoint_splits", "Graph", "load_graph",
            "validate_node_config_feat"]   # dataset facts (SPLITS, dimensions ...): pipeline.tpugraphs.schema
 
+GRAPH_SUFFIX = ".npz"                            # a split folder's graph files; other entries are named, left out
+IGNORED_SHOWN = 10                              # left-out entries named in the warning
 CONFIG_CHUNK_BYTES = 16 << 20                   # stored bytes of node_config_feat checked per step (temporaries ~4x)
 
 
@@ -81,17 +84,23 @@ def npz_root(root: str | os.PathLike | None) -> Path:
 
 
 def graph_paths(root: str | os.PathLike, collection: str | Collection, split: str) -> list[Path]:
-    """The sorted *.npz files of one collection and split under the dataset root."""
+    """The sorted *.npz files of one collection and split under the dataset root; any other entry of the folder is
+    named in one warning line on stderr (left out, never silently)."""
     collection = Collection.parse(collection)
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}: expected one of {SPLITS}")
     folder = npz_root(root) / collection.subdir / split
     if not folder.is_dir():
         raise TpuGraphsFormatError(folder, None, f"the folder of {collection.name} {split} graphs", "no such folder")
-    paths = sorted(folder.glob("*.npz"))
+    paths = sorted(folder.glob(f"*{GRAPH_SUFFIX}"))
+    others = sorted(p.name for p in set(folder.iterdir()) - set(paths))
+    shown = ", ".join(others[:IGNORED_SHOWN]) + (", ..." if len(others) > IGNORED_SHOWN else "")
     if not paths:
-        raise TpuGraphsFormatError(folder, None, f"at least one {collection.name} {split} graph (*.npz)",
-                                   "an empty folder")
+        raise TpuGraphsFormatError(folder, None, f"at least one {collection.name} {split} graph (*{GRAPH_SUFFIX})",
+                                   f"only {shown}" if others else "an empty folder")
+    if others:
+        print(f"warning: {folder}: left out {len(others)} entries that are not *{GRAPH_SUFFIX} graph files: {shown}",
+              file=sys.stderr)
     for path in paths:
         check_file_name(path)
         if not path.is_file():

@@ -6,6 +6,7 @@ Problems raise `pipeline.tpugraphs.errors.TpuGraphsFormatError` (file, key, expe
 from __future__ import annotations
 
 import ast
+import math
 import struct
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from pipeline.tpugraphs.errors import TpuGraphsFormatError
 NPY_MAGIC = b"\x93NUMPY"
 NPY_ALIGN = 64                     # numpy pads headers so that array data starts on a 64-byte boundary
 MAX_NPY_HEADER = 1 << 20           # refuse absurd headers before literal_eval
+MAX_ARRAY_BYTES = np.iinfo(np.intp).max   # numpy cannot allocate (or index) more, even with a 0-sized dim
+NON_BUFFER_KINDS = "Mm"            # datetime64 / timedelta64: no byte buffer to read into (nor a number)
 
 
 def npy_header(shape: tuple[int, ...], dtype: np.dtype, length: int | None = None) -> bytes:
@@ -53,8 +56,10 @@ def readinto(f, out: np.ndarray, path: Path, key: str) -> np.ndarray:
     return out
 
 
-def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.dtype]:
-    """Parse an npy header (format 1.0, 2.0 or 3.0) at the stream position: (header bytes, shape, dtype)."""
+def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.dtype, bool]:
+    """Parse an npy header (format 1.0, 2.0 or 3.0) at the stream position: (header bytes, shape, dtype,
+    fortran_order). A Fortran-order array (numpy.save writes one for an F-contiguous array of 2+ dims) is valid
+    npy; what reads its data in rows refuses it (pipeline.tpugraphs.npz)."""
     magic = read_exact(f, len(NPY_MAGIC) + 2, path, key)
     if magic[:len(NPY_MAGIC)] != NPY_MAGIC:
         raise TpuGraphsFormatError(path, key, "an .npy member (magic \\x93NUMPY)", repr(magic[:6]))
@@ -68,7 +73,7 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
     text = read_exact(f, length, path, key).decode("utf8" if major == 3 else "latin1")
     try:
         header = ast.literal_eval(text)
-        shape, fortran = tuple(int(s) for s in header["shape"]), header["fortran_order"]
+        shape, fortran = tuple(int(s) for s in header["shape"]), bool(header["fortran_order"])
         dtype = np.lib.format.descr_to_dtype(header["descr"])
     except (ValueError, SyntaxError, KeyError, TypeError) as e:
         raise TpuGraphsFormatError(path, key, "an npy header dict {descr, fortran_order, shape}",
@@ -76,11 +81,14 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
     if dtype.hasobject:
         raise TpuGraphsFormatError(path, key, "a numeric array (loading never unpickles)",
                                    f"a pickled object array (dtype {dtype})")
-    if fortran:
-        raise TpuGraphsFormatError(path, key, "a C-order array", "fortran_order=True")
+    if dtype.kind in NON_BUFFER_KINDS:
+        raise TpuGraphsFormatError(path, key, "a numeric dtype", f"dtype {dtype} (datetime64/timedelta64)")
     if any(s < 0 for s in shape):
         raise TpuGraphsFormatError(path, key, "a non-negative shape", str(shape))
-    return len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt) + length, shape, dtype
+    if math.prod(max(s, 1) for s in shape) * max(dtype.itemsize, 1) > MAX_ARRAY_BYTES:   # exact, no int64 wrap
+        raise TpuGraphsFormatError(path, key, f"an array of at most {MAX_ARRAY_BYTES} bytes",
+                                   f"shape {shape} of {dtype}")
+    return len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt) + length, shape, dtype, fortran
 
 
 class NpyStreamWriter:

@@ -133,6 +133,7 @@ class NpzMember:
     header_size: int                  # bytes of the npy header inside the member
     data_offset: int | None = None    # absolute file offset of the array data (STORED members only)
     crc: int | None = None            # the zip directory's CRC-32 of the member bytes (npy header + data)
+    fortran: bool = False             # fortran_order=True: read whole only (read_array), never by rows
 
     @property
     def row_nbytes(self) -> int:
@@ -140,6 +141,12 @@ class NpzMember:
 
     def error(self, expected: str, found: str) -> TpuGraphsFormatError:
         return TpuGraphsFormatError(self.path, self.key, expected, found)
+
+    def check_rows_readable(self) -> None:
+        """Raise TpuGraphsFormatError unless rows can be read in place (a Fortran-order member's rows are not
+        contiguous: it is read whole, by `read_array`, or not at all)."""
+        if self.fortran:
+            raise self.error("a C-order array (this member is read by rows)", "fortran_order=True")
 
     def chunk_rows(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
         """Rows per chunk so that one chunk holds about `chunk_bytes`."""
@@ -154,13 +161,13 @@ def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path, file_si
     if info.flag_bits & 0x1:
         raise TpuGraphsFormatError(path, key, "an unencrypted member", "an encrypted member")
     with zf.open(info) as f:
-        header_size, shape, dtype = read_npy_header(f, path, key)
+        header_size, shape, dtype, fortran = read_npy_header(f, path, key)
     size = header_size + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if size != info.file_size:
         raise TpuGraphsFormatError(path, key, f"a member of {size} bytes for shape {shape} {dtype}",
                                    f"{info.file_size} bytes")
     if info.compress_type != zipfile.ZIP_STORED:
-        return NpzMember(path, key, info.filename, shape, dtype, True, header_size, crc=info.CRC)
+        return NpzMember(path, key, info.filename, shape, dtype, True, header_size, crc=info.CRC, fortran=fortran)
     raw.seek(info.header_offset)
     local = ZIP_LOCAL_HEADER.unpack(read_exact(raw, ZIP_LOCAL_HEADER.size, path, key))
     if local[0] != ZIP_LOCAL_SIGNATURE:
@@ -169,7 +176,8 @@ def _member(zf: zipfile.ZipFile, raw, info: zipfile.ZipInfo, path: Path, file_si
     if offset + size - header_size > file_size:
         raise TpuGraphsFormatError(path, key, f"array data up to byte {offset + size - header_size}",
                                    f"a file of {file_size} bytes (truncated)")
-    return NpzMember(path, key, info.filename, shape, dtype, False, header_size, offset, crc=info.CRC)
+    return NpzMember(path, key, info.filename, shape, dtype, False, header_size, offset, crc=info.CRC,
+                     fortran=fortran)
 
 
 def list_members(path: str | os.PathLike) -> dict[str, NpzMember]:
@@ -225,14 +233,17 @@ def _data_stream(member: NpzMember):
 
 
 def read_array(member: NpzMember, zf: zipfile.ZipFile | None = None) -> np.ndarray:
-    """The whole array (for small members). Read through zipfile so that the CRC is checked."""
+    """The whole array (for small members), C-ordered. Read through zipfile so that the CRC is checked."""
     try:
         own = zf is None
         zf = zipfile.ZipFile(member.path) if own else zf
         try:
             with zf.open(member.name) as f:
                 read_exact(f, member.header_size, member.path, member.key)
-                return readinto(f, np.empty(member.shape, member.dtype), member.path, member.key)
+                if not member.fortran:
+                    return readinto(f, np.empty(member.shape, member.dtype), member.path, member.key)
+                transposed = np.empty(member.shape[::-1], member.dtype)   # Fortran order = the transpose in C order
+                return np.ascontiguousarray(readinto(f, transposed, member.path, member.key).T)
         finally:
             if own:
                 zf.close()
@@ -244,6 +255,7 @@ def member_memmap(member: NpzMember) -> np.ndarray:
     """A read-only np.memmap of a STORED member's array, at its offset in the file.
 
     Good for slices and sequential scans; for scattered subsets prefer `read_rows` (see its note on RSS)."""
+    member.check_rows_readable()
     if member.compressed:
         raise ValueError(f"{member.path} [key '{member.key}']: compressed members cannot be memory-mapped")
     if 0 in member.shape:
@@ -258,6 +270,7 @@ def iter_rows(member: NpzMember, chunk_rows: int) -> Iterator[tuple[int, np.ndar
     STORED one, read here by position, it is computed over the npy header and every chunk), so a value changed
     inside the valid range after writing is refused (TpuGraphsFormatError) once the stream ends.
     """
+    member.check_rows_readable()
     if not member.shape or chunk_rows < 1:
         raise ValueError(f"{member.path} [key '{member.key}']: need ndim >= 1 and chunk_rows >= 1")
     try:
@@ -314,6 +327,7 @@ def read_rows(member: NpzMember, index, chunk_rows: int | None = None) -> np.nda
     benchmarks/results/load.md.) Compressed members are streamed once, in chunks of `chunk_rows` rows, keeping
     the requested ones and stopping after the last of them.
     """
+    member.check_rows_readable()
     index = check_index(index, member.shape[0] if member.shape else 0)
     if not member.compressed and len(index):
         unique, inverse = np.unique(index, return_inverse=True)

@@ -221,5 +221,6 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
     out["node_config_ids"] = node_config_ids
     if config_source.dtype.kind not in "fiu":
         raise c.fail("node_config_feat", "a real dtype (float32)", f"dtype {config_source.dtype}")
+    config_source.check_rows_readable()      # read by configuration, so a Fortran-order member is refused
     c.shape("node_config_feat", config_source.shape, (n_configs, len(node_config_ids), NODE_CONFIG_FEAT_DIM))
     return out

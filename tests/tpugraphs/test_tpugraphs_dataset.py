@@ -154,7 +154,8 @@ LAYOUT_CORRUPTIONS = {
     "NaN runtime": ("config_runtime", _set("config_runtime", np.array([300, np.nan, 200, 400]))),
     "float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 1.0, 200.0, 400.0]))),
     "pickled object array": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34, "x"], dtype=object))),
-    "fortran order": ("node_feat", _set("node_feat", lambda a: np.asfortranarray(a["node_feat"]))),
+    "fortran order node_config_feat": ("node_config_feat", _set("node_config_feat",
+                                                                lambda a: np.asfortranarray(a["node_config_feat"]))),
     "node_splits past N": ("node_splits", _set("node_splits", np.array([[0, 6]], np.int64))),
 }
 TILE_CORRUPTIONS = {
@@ -224,6 +225,25 @@ def test_compressed_files_load_like_stored(tmp_path):
     assert (stored.node_feat == packed.node_feat).all()
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_fortran_order_arrays_load_like_c_order_but_node_config_feat(tmp_path, compress):
+    """numpy.savez stores an F-contiguous 2-D array with fortran_order=True (valid npz, which np.load reads): such
+    node_feat, edge_index and config_feat load exactly as the C-order ones; node_config_feat, read by configuration,
+    is refused naming file and key."""
+    for kind, make in ((LAYOUT, make_layout_arrays), (TILE, make_tile_arrays)):
+        arrays = make()
+        fortran = {k: np.asfortranarray(v) if k != "node_config_feat" else v for k, v in arrays.items()}
+        plain = load_graph(write_npz(tmp_path / "c.npz", arrays, compress), kind, "train")
+        graph = load_graph(write_npz(tmp_path / "f.npz", fortran, compress), kind, "train")
+        for key in ("node_feat", "node_opcode", "edge_index", "config_feat", "node_config_ids", "node_splits"):
+            assert np.array_equal(getattr(graph, key), getattr(plain, key)), key
+    arrays = make_layout_arrays()
+    arrays["node_config_feat"] = np.asfortranarray(arrays["node_config_feat"])
+    path = write_npz(tmp_path / "ncf.npz", arrays, compress)
+    message = _raises(path, "node_config_feat", lambda: load_graph(path, LAYOUT, "train"))
+    assert "expected a C-order array (this member is read by rows); found fortran_order=True" in message
+
+
 def test_in_memory_source_and_tile_validation(tiny_npz):
     tile = load_graph(tiny_npz["tile"], TILE, "valid")
     validate_node_config_feat(tile)                            # no node_config_feat: nothing to check
@@ -257,3 +277,19 @@ def test_load_graph_names_an_extra_member_that_is_not_npy(tmp_path):
     with pytest.raises(TpuGraphsFormatError, match=r"g.npz \[key 'notes.txt'\]: expected only <key>.npy members "
                                                    r"\(as numpy.savez writes\); found a member named 'notes.txt'"):
         load_graph(path, "layout:xla:random", "train")
+
+
+def test_graph_paths_names_the_files_it_ignores(tmp_path, capsys):
+    """Only *.npz files are graphs; anything else in a split folder (a README, an upper-case X.NPZ, a .npz.gz) is
+    left out with one warning line naming the folder and the files, never silently."""
+    folder = tmp_path / "npz" / "tile" / "xla" / "test"
+    write_npz(folder / "a.npz", make_tile_arrays())
+    (folder / "README.txt").write_text("notes")
+    (folder / "b.NPZ").write_bytes((folder / "a.npz").read_bytes())
+    assert graph_paths(tmp_path, TILE, "test") == [folder / "a.npz"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {folder}: left out 2 entries that are not *.npz graph files: README.txt, b.NPZ"]
+    (folder / "README.txt").unlink()
+    (folder / "b.NPZ").unlink()
+    graph_paths(tmp_path, TILE, "test")
+    assert capsys.readouterr().err == ""

@@ -37,3 +37,35 @@ def test_npy_stream_writer_removes_a_partial_file(tmp_path):
             writer.write(ROWS[:2])
             writer.write(np.zeros((1, 3, 3), np.int8))
     assert not path.exists()
+
+
+@pytest.mark.parametrize("dtype", ["<M8[ns]", "<m8[s]"])
+def test_a_datetime_member_is_refused_by_its_header(tmp_path, dtype):
+    """datetime64 / timedelta64 arrays cannot be read into a byte buffer: refused from the header, naming the key."""
+    import io
+    from pipeline.tpugraphs.errors import TpuGraphsFormatError
+    from pipeline.tpugraphs.npy import read_npy_header
+
+    stream = io.BytesIO()
+    np.save(stream, np.zeros(3, dtype))
+    stream.seek(0)
+    with pytest.raises(TpuGraphsFormatError, match=r"x.npz \[key 'config_runtime'\]: expected a numeric dtype"):
+        read_npy_header(stream, tmp_path / "x.npz", "config_runtime")
+
+
+@pytest.mark.parametrize("shape", [(2 ** 62, 4), (2 ** 61, 0)])
+def test_a_header_shape_too_large_for_numpy_is_refused(tmp_path, shape):
+    """A (damaged or crafted) header may announce a shape whose byte count wraps around in int64 to exactly the
+    bytes the member holds (here 0), or a 0-sized array numpy still cannot allocate: refused before any read,
+    naming the file and key (not numpy's 'array is too big' traceback)."""
+    import zipfile
+    from pipeline.tpugraphs.errors import TpuGraphsFormatError
+    from pipeline.tpugraphs.npz import list_members
+
+    path = tmp_path / "huge.npz"
+    text = repr({"descr": "<f4", "fortran_order": False, "shape": shape})
+    text += " " * (-(10 + len(text) + 1) % 64) + "\n"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("node_feat.npy", b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode())
+    with pytest.raises(TpuGraphsFormatError, match=r"huge.npz \[key 'node_feat'\]: expected an array of at most"):
+        list_members(path)

@@ -132,15 +132,22 @@ def test_writer_refuses_object_arrays_and_duplicate_keys(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_reader_rejects_pickles_fortran_and_non_zip(tmp_path):
+def test_reader_rejects_pickles_and_non_zip_and_reads_fortran_order_whole_only(tmp_path):
     path = tmp_path / "p.npz"
     np.savez(path, obj=np.array([{"a": 1}], dtype=object), f=np.asfortranarray(np.ones((2, 3))))
     with pytest.raises(TpuGraphsFormatError, match="pickled object array") as info:
         open_member(path, "obj")
     assert info.value.key == "obj" and str(path) in str(info.value)
-    np.savez(path, f=np.asfortranarray(np.ones((2, 3))))
-    with pytest.raises(TpuGraphsFormatError, match="fortran_order"):
-        open_member(path, "f")
+    values = np.arange(6.0).reshape(2, 3)
+    for compress in (False, True):           # numpy.savez writes an F-contiguous array with fortran_order=True
+        (np.savez_compressed if compress else np.savez)(path, f=np.asfortranarray(values))
+        member = open_member(path, "f")
+        whole = read_array(member)
+        assert member.fortran and np.array_equal(whole, values) and whole.flags.c_contiguous
+        for read_by_rows in (lambda: next(iter_rows(member, 1)), lambda: read_rows(member, [0]),
+                             lambda: member_memmap(member)):
+            with pytest.raises(TpuGraphsFormatError, match=r"\[key 'f'\]: expected a C-order array .*fortran_order"):
+                read_by_rows()
     np.savez(path, a=np.ones(2))
     with pytest.raises(TpuGraphsFormatError, match="only \\['a'\\]"):
         open_member(path, "b")
