@@ -20,8 +20,9 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
+import yaml
 from yaml import YAMLError
 
 from pipeline import selection
@@ -66,7 +67,38 @@ def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_se
         OmegaConf.resolve(cfg)
     except (HydraException, OmegaConfBaseException) as error:
         raise hydra_error(error, overrides) from None
+    except (YAMLError, UnicodeDecodeError) as error:
+        raise unreadable_conf(error, conf_dir) from None
+    check_global_package(cfg, conf_dir)
     return checked(cfg)
+
+
+OPTIONAL_GROUPS = ("local", selection.GROUP)     # conf/config.yaml's `optional` groups: files a user writes
+
+
+def unreadable_conf(error: Exception, conf_dir: Path) -> SettingsError:
+    """A one-line SettingsError naming the file of conf/ that is not YAML text (invalid YAML, not UTF-8)."""
+    for path in sorted(conf_dir.rglob("*.yaml")):
+        try:
+            yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (YAMLError, UnicodeDecodeError) as found:
+            return SettingsError(str(path), "<unreadable>", f"UTF-8 YAML text ({first_line(found)})")
+    return SettingsError(str(conf_dir), "<unreadable>", f"UTF-8 YAML text ({first_line(error)})")
+
+
+def check_global_package(cfg: DictConfig, conf_dir: Path) -> None:
+    """An optional group's file (conf/local/default.yaml, the selection) without `# @package _global_` as its first
+    line lands under its group's key instead of the root: refused naming the file, not as an unknown key (an
+    empty file, which sets nothing, is dropped)."""
+    for group in OPTIONAL_GROUPS:
+        if group in cfg and not cfg[group]:
+            with open_dict(cfg):
+                del cfg[group]
+        elif group in cfg:
+            files = sorted(str(p) for p in (conf_dir / group).glob("*.yaml") if "example" not in p.stem)
+            raise SettingsError(", ".join(files) or f"conf/{group}", OmegaConf.to_container(cfg[group]),
+                                "'# @package _global_' as the first line (as in conf/local/example.yaml), then "
+                                "top-level groups such as gnn: {num_threads: 2}")
 
 
 def hydra_error(error: Exception, overrides: Sequence[str]) -> SettingsError:
@@ -115,7 +147,7 @@ def load_cfg(argv: Sequence[str] | None = None, params_file: Path | None = None)
         raise FileNotFoundError(f"{path}: no params.yaml here; run `python -m pipeline.config` from the repo root")
     try:
         cfg = OmegaConf.load(path)
-    except (OmegaConfBaseException, YAMLError) as error:
+    except (OmegaConfBaseException, YAMLError, UnicodeDecodeError) as error:
         raise SettingsError(str(path), "<unreadable>", f"a YAML mapping ({first_line(error)})") from None
     if not isinstance(cfg, DictConfig):
         raise SettingsError(str(path), "<not a mapping>", "a YAML mapping of the config groups")
@@ -221,9 +253,19 @@ def exit_on_terminate() -> None:
 def cli_cfg(overrides: Sequence[str]) -> DictConfig:
     """load_cfg for a command line: a refused setting exits (status 2 under run_main) with one line, no traceback."""
     try:
+        check_environment()
         return load_cfg(overrides)
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
+
+
+def check_environment() -> None:
+    """Environment variables the stages act on, checked before any work: WANDB_MODE, which wins over wandb.mode
+    (pipeline/tracking.py), must be one of wandb.mode's values (else the stage would fail after its work)."""
+    mode = os.environ.get("WANDB_MODE")
+    allowed = spec_at("wandb.mode").choices
+    if mode and mode not in allowed:
+        raise SettingsError("WANDB_MODE (environment variable)", mode, f"unset or one of {list(allowed)}")
 
 
 def by_search(value, key: str, kind: str, search: str | None):

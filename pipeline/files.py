@@ -42,7 +42,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise
     if tmp.is_dir() and path.exists():
         remove(path)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError:                 # e.g. a folder stands at `path`: no temporary file is left beside it
+        remove(tmp)
+        raise
 
 
 def write_text(text: str, path: str | os.PathLike) -> None:

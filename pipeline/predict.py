@@ -153,6 +153,8 @@ def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str]) -
         tag = next(iter(slugs)) if len(slugs) == 1 else "mixed"
         out = Path(cfg.predict.run_dir) / f"{model}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
     path = Path(out).resolve()
+    if path.is_dir():
+        raise PredictError(f"--out {out}: a folder; expected the path of the CSV file to write")
     for key in STAGE_OUTPUT_PATHS:
         owned = Path(cfg.paths[key]).resolve()
         if path == owned or owned in path.parents:
@@ -181,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             Collection.parse(args.collection)
         except ValueError as error:
             raise PredictError(f"--collection: {error}") from None
+    if args.out is not None:
+        output_path(cfg, args.out, model, set())         # refused before the ranking, not after it
     table = rank_path(cfg, Path(args.path), model, args.collection)
     out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
     for (source, graph_id), rows in table.groupby(["source_file", "graph_id"], sort=False):

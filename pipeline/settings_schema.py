@@ -37,7 +37,8 @@ from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources", "layout_roles", "layout_padding")
 LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.train.max_label_grades (rank_xendcg: 31,
 # a cross-key rule of `validate`)
-COLLECTION_NAMES = tuple(c.slug for c in COLLECTIONS) + tuple(c.name for c in COLLECTIONS)
+COLLECTION_SLUGS = tuple(c.slug for c in COLLECTIONS)   # data.collections: dvc.yaml's foreach items name folders
+COLLECTION_NAMES = COLLECTION_SLUGS + tuple(c.name for c in COLLECTIONS)   # tools also take 'layout:xla:random'
 
 COUNT = Int(low=1)
 FRACTION = Float(low=0.0, high=1.0)
@@ -63,7 +64,7 @@ SCHEMA = Group({
         "name": Str(),
         "kind": Str(("synthetic", "tpugraphs")),
         "root": Optional(PATH),
-        "collections": List(Str(COLLECTION_NAMES), min_len=1),
+        "collections": List(Str(COLLECTION_SLUGS), min_len=1),
         "generator": AnyMapping(nullable=True),
         "synthesized_by": List(Str(SYNTH_BUILDERS)),   # dvc.yaml: synthesize@<builder>, once or not at all
     }),

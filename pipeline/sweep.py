@@ -68,7 +68,10 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--collection", required=True)
     args, overrides = parser.parse_known_args(argv)
     stage = importlib.import_module(f"pipeline.{args.stage}")
-    collection = Collection.parse(args.collection)
+    try:
+        collection = Collection.parse(args.collection)
+    except ValueError as error:
+        raise SystemExit(f"error: --collection: {error}") from None
     try:                                          # every swept key is known, the fixed ones valid, before any job
         check_overrides(overrides, repo_root() / CONF_DIR)
         folder = sweep_dir(args.stage, collection, overrides)

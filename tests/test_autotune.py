@@ -149,3 +149,17 @@ def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
         refused = autotune(dest, env, *args, "--out", tmp_path / "out")
         assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [line]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_an_out_folder_where_a_file_stands_is_refused(tmp_path, under):
+    """--out (or autotune.out_dir) at a file, or below one: one line before the search, no FileExistsError after."""
+    from pipeline.config import compose
+    import re
+    from pipeline.trained import PredictError
+    from pipeline.tuning.tool import output_dir
+
+    (tmp_path / "taken").write_text("x")
+    out = tmp_path / "taken" / under
+    with pytest.raises(PredictError, match="^" + re.escape(f"--out {out}: {tmp_path / 'taken'} is a file; expected a folder")):
+        output_dir(compose([]), out)

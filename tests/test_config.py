@@ -34,3 +34,15 @@ def test_group_swap_to_real_data_takes_root():
 
 def test_split_overrides_keeps_flags_apart():
     assert split_overrides(["--collection", "tile-xla", "gnn.lr=1", "+x=2"]) == (["gnn.lr=1", "+x=2"], ["--collection", "tile-xla"])
+
+
+def test_a_params_yaml_that_is_not_utf8_is_named_in_one_line(tmp_path):
+    """A hand-edited params.yaml saved in another encoding: one line naming it, no UnicodeDecodeError traceback."""
+    import pytest
+    from pipeline.settings_types import SettingsError
+
+    params = tmp_path / "params.yaml"
+    params.write_bytes(b"\xff\xfe gnn: 1\n")
+    with pytest.raises(SettingsError, match=r"^setting .*params\.yaml='<unreadable>': expected a YAML mapping "
+                                            r"\('utf-8' codec can't decode"):
+        load_cfg([], params_file=params)

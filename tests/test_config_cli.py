@@ -177,3 +177,33 @@ def test_the_selection_wins_over_the_machine_settings_as_the_command_line_does(t
     assert (chosen.gnn.epochs, chosen.lgbm.num_boost_round, list(chosen.gnn.seeds)) == (7, 9, [0, 1])
     selection.write_selection(["+experiment=smoke"], conf)
     assert (compose([], conf).gnn.epochs, list(compose([], conf).gnn.seeds)) == (2, [0])
+
+
+@pytest.mark.parametrize("text, words", [
+    (b"gnn: [unclosed\n", "expected UTF-8 YAML text (while parsing a flow sequence)"),
+    (b"\xff\xfe bad", "expected UTF-8 YAML text ('utf-8' codec can't decode byte 0xff"),
+    (b"gnn:\n  num_threads: 3\n", "expected '# @package _global_' as the first line"),
+])
+def test_a_malformed_local_file_is_named_in_one_line(tmp_path, text, words):
+    """conf/local/default.yaml that is not YAML, not UTF-8, or lacks `# @package _global_` (its keys would land
+    under `local`) is refused naming the file, not with a traceback or as an unknown key `local`."""
+    import shutil
+    from pipeline.config import compose
+
+    conf = tmp_path / "conf"
+    shutil.copytree(repo_root() / "conf", conf)
+    (conf / "local" / "default.yaml").write_bytes(text)
+    with pytest.raises(SettingsError) as refused:
+        compose([], conf)
+    assert str(refused.value).startswith(f"setting {conf / 'local' / 'default.yaml'}=") and words in str(refused.value)
+    (conf / "local" / "default.yaml").write_text("# nothing set on this machine yet\n")     # empty: accepted
+    assert compose([], conf) == compose([], repo_root() / "conf")
+
+
+def test_a_bad_wandb_mode_in_the_environment_exits_before_any_work(monkeypatch):
+    """WANDB_MODE wins over wandb.mode: a value wandb does not know exits in one line when the stage starts, not
+    with a traceback after its work (tracking.start_run runs last)."""
+    monkeypatch.setenv("WANDB_MODE", "bogus")
+    with pytest.raises(SystemExit, match=r"^error: setting WANDB_MODE \(environment variable\)='bogus': expected "
+                                         r"unset or one of \['offline', 'online', 'disabled'\]$"):
+        stage_args("d", ["--collection", "tile-xla", "seed=1"])

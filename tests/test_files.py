@@ -38,3 +38,11 @@ def test_a_folder_replaces_the_old_folder_whole(tmp_path):
         (tmp / "new.npy").write_text("new")
     assert [p.name for p in folder.iterdir()] == ["new.npy"]
     assert [p.name for p in tmp_path.iterdir()] == ["graph"]
+
+
+def test_a_file_that_cannot_replace_a_folder_leaves_no_temp(tmp_path):
+    """os.replace refuses a file over a folder (predict --out DIR): the error propagates, no `<name>.tmp` stays."""
+    (tmp_path / "out").mkdir()
+    with pytest.raises(OSError):
+        write_csv(pd.DataFrame({"a": [1]}), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any((tmp_path / "out").iterdir())

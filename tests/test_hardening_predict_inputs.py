@@ -111,3 +111,15 @@ def test_ensemble_weights_of_other_data_are_refused_and_of_this_data_used(setup)
         assert sorted(pd.read_csv(out)["config_index"]) == [0, 1, 2, 3]       # every config ranked once
     finally:
         shutil.rmtree(weights.parent)
+
+
+def test_an_out_folder_is_refused_before_ranking(setup):
+    """--out naming a folder (a CSV file is written): one line up front, not an IsADirectoryError after the
+    ranking with a `<folder>.tmp` left beside it."""
+    overrides, graph, base = setup
+    folder = base / "out-folder"
+    folder.mkdir()
+    line = error_line(run_entry("pipeline.predict", graph, "--model", "heuristic", "--collection", SLUG,
+                                "--out", folder, *overrides))
+    assert line == f"error: --out {folder}: a folder; expected the path of the CSV file to write"
+    assert written(folder) == [] and not (base / "out-folder.tmp").exists()

@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ("ensemble.grid_step=0", "setting ensemble.grid_step=0: expected a finite number > 0.0 and <= 1.0"),
     ("wandb.mode=cloud", "setting wandb.mode='cloud': expected one of ['offline', 'online', 'disabled']"),
     ("data.collections=[tile-xla,tile:xla2]", "setting data.collections[1]='tile:xla2': expected one of"),
+    ("data.collections=[layout:xla:random]",                 # dvc.yaml's outputs are named by slug, as stages write
+     "setting data.collections[0]='layout:xla:random': expected one of ['tile-xla', 'layout-xla-random',"),
     ("data.generator=3", "setting data.generator=3: expected a mapping or null"),
     ("paths.models_dir=''", "setting paths.models_dir='': expected a non-empty string"),
     ("seed=-1", "setting seed=-1: expected an integer >= 0"),

@@ -154,3 +154,7 @@ def test_show_prints_the_leaderboard_or_names_the_missing_summary(tmp_path, caps
     captured = capsys.readouterr()
     assert captured.out.splitlines()[:2] == ["model   valid    test", "lgbm   0.5000  0.2500"]
     assert "ad-hoc run" not in captured.err                 # --show writes nothing
+    for flag in ("--markdown", "--experiments"):             # without --show the stage would run and rewrite
+        with pytest.raises(SystemExit, match=f"^error: {flag} prints a table: expected it with --show"):
+            stage.main([flag, *args])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]

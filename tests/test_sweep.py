@@ -46,3 +46,8 @@ def test_sweep_through_the_optuna_sweeper(tmp_path):
     assert table["overrides"].str.contains("heuristic.chunk_size=").all()
     best = yaml.safe_load((tmp_path / "multirun" / "heuristic-tile-xla" / "optimization_results.yaml").read_text())
     assert best["name"] == "optuna" and best["best_value"] == table["valid_score"].max()
+
+
+def test_an_unknown_collection_is_one_line():
+    with pytest.raises(SystemExit, match=r"^error: --collection: unknown collection 'foo': expected one of"):
+        sweep.main(["gnn", "--collection", "foo"])

@@ -58,8 +58,12 @@ def checked_collection(cfg: DictConfig, name: str, kind: str, key: str) -> Colle
 
 
 def output_dir(cfg: DictConfig, out: Path | None) -> Path:
-    """--out or autotune.out_dir; refused inside a folder the DVC stages write."""
+    """--out or autotune.out_dir; refused inside a folder the DVC stages write, or where a file stands."""
     folder = Path(out) if out is not None else Path(cfg.autotune.out_dir)
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        name = "--out" if out is not None else "autotune.out_dir"
+        raise PredictError(f"{name} {folder}: {blocking} is a file; expected a folder for <program>.json")
     for key in STAGE_OUTPUT_PATHS:
         owned = Path(cfg.paths[key]).resolve()
         if folder.resolve() == owned or owned in folder.resolve().parents:
