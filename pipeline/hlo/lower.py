@@ -36,9 +36,8 @@ def callees(module: HloModule, inst: Instruction) -> list[str]:
         names = at.called_computations(inst)
     except ValueError as err:
         raise _fail(module, inst, str(err)) from None
-    known = {c.name for c in module.computations}
     for name in names:
-        if name not in known:
+        if name not in module.computation_names:
             raise _fail(module, inst, f"a computation defined in the module (called by {inst.name})", name)
     return list(dict.fromkeys(names))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pipeline.errors import PipelineError
 
@@ -98,6 +99,11 @@ class HloModule:
 
     def computation(self, name: str) -> Computation:
         return next(c for c in self.computations if c.name == name)
+
+    @cached_property
+    def computation_names(self) -> frozenset[str]:
+        """Every computation's name (computed once: callers check each called name against it)."""
+        return frozenset(c.name for c in self.computations)
 
 
 def _tokens(text: str):
