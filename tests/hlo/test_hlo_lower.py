@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -166,6 +167,9 @@ def test_entry_first_still_orders_callees_first():
     ("dimensions={1}", "dimensions={one}", 15, "a list of integers"),
     ("HloModule tiny", "Module tiny", 1, "'HloModule NAME, ...' as the first line"),
     ("parameter(1)\n  d", "parameter(1\x00)\n  d", 11, "an integer, found '1\\x00' (in w)"),   # not int()'s words
+    ("lhs_contracting_dims={1}", "lhs_contracting_dims={2}", 12,       # was an IndexError in a fused kernel
+     "lhs contracting and batch dimensions distinct and below the lhs operand's rank 2, found 2 (in d)"),
+    ("dot(x, w)", "dot(x)", 12, "two operands (lhs, rhs) on a dot, found 1 (in d)"),
 ])
 def test_errors_name_the_source_and_line(old, new, line, expected):
     assert old in LOWERED
@@ -255,3 +259,33 @@ def test_called_names_are_checked_without_rescanning_every_computation():
     program = layout_program(module)
     assert len(program.graph) == 2 * n + 2 and program.edge_index[-1].tolist() == [2 * n + 1, 2 * n - 1]
     assert _CountingTuple.passes < 10
+
+
+CONV = """HloModule conv
+fused {
+  p = f32[1,8,8,4]{3,2,1,0} parameter(0)
+  k = f32[3,3,4,8]{3,2,1,0} parameter(1)
+  ROOT c = f32[1,8,8,8]{3,2,1,0} convolution(p, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+ENTRY e {
+  x = f32[1,8,8,4]{3,2,1,0} parameter(0)
+  y = f32[3,3,4,8]{3,2,1,0} parameter(1)
+  ROOT r = f32[1,8,8,8]{3,2,1,0} fusion(x, y), kind=kOutput, calls=fused
+}
+"""
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("dim_labels=b01f_01io->b01f", "dim_labels=b012f_012io->b012f",     # was an IndexError in block_specs
+     "dim_labels with one label per input dimension (4), found 5 (in c)"),
+    ("k = f32[3,3,4,8]{3,2,1,0}", "k = f32[3,3]{1,0}",                  # was an IndexError in the tile kernel
+     "dim_labels with one label per kernel dimension (2), found 4 (in c)"),
+    ("size=3x3 pad=1_1x1_1", "size=3 pad=1_1", "a window with one size per spatial dimension (2), found 1 (in c)"),
+    ("convolution(p, k)", "convolution(p)", "two operands (lhs, rhs) on a convolution, found 1 (in c)"),
+])
+def test_convolutions_whose_dimension_numbers_do_not_fit_their_tensors_are_refused(old, new, expected):
+    program = layout_program(parse_module(CONV, "conv.hlo.txt"))
+    assert program.config_node_ids.tolist() == [2]                   # the convolution
+    assert old in CONV
+    with pytest.raises(HloParseError, match=rf"^conv.hlo.txt:5: expected {re.escape(expected)}$"):
+        parse_module(CONV.replace(old, new), "conv.hlo.txt")
