@@ -6,6 +6,8 @@ Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names
 the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped), with `//` comment
 lines anywhere a statement or the module may start.
 
+Refused as XLA's parser refuses them: two computations of one name, two ENTRY computations, two ROOTs in one
+computation, a layout that does not list each dimension of its shape once.
 A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
 `<source>:<line>: expected <what>, found <what>`. A bounded dynamic dimension (`<=8`) reads as its bound, the size XLA
 allocates and its Shape proto (so the official featurizer) holds; an unbounded one (`?`) is refused.
@@ -198,6 +200,9 @@ class _Reader:
                 layout = tuple(int(v) for v in split_top(minor))
             except ValueError:
                 raise self.fail(line, "a layout {minor-to-major dims}", text[pos:end + 1]) from None
+            if sorted(layout) != list(range(len(dims))):
+                raise self.fail(line, f"a layout listing each of the {len(dims)} dimensions once",
+                                m.group(0) + text[pos:end + 1])
             pos = end + 1
         return Shape(m.group(1), tuple(dims), layout), pos
 
@@ -295,6 +300,15 @@ class _Reader:
             body = tuple(self.instruction(text, k) for k, text in self.statements(start, m.group(2)))
             if not body:
                 raise self.fail(start, f"at least one instruction in computation {m.group(2)}")
+            roots = [inst for inst in body if inst.is_root]
+            if len(roots) > 1:
+                raise self.fail(roots[1].line, f"one ROOT instruction in computation {m.group(2)} (the first is "
+                                               f"{roots[0].name} on line {roots[0].line})", roots[1].name)
+            for earlier in computations:
+                if earlier.name == m.group(2) or (m.group(1) and earlier.is_entry):
+                    what = ("a computation name not used before" if earlier.name == m.group(2) else
+                            "one ENTRY computation")
+                    raise self.fail(start, f"{what} ({earlier.name} is on line {earlier.line})", m.group(2))
             computations.append(Computation(m.group(2), body, bool(m.group(1)), start))
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")

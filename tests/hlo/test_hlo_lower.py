@@ -289,3 +289,22 @@ def test_convolutions_whose_dimension_numbers_do_not_fit_their_tensors_are_refus
     assert old in CONV
     with pytest.raises(HloParseError, match=rf"^conv.hlo.txt:5: expected {re.escape(expected)}$"):
         parse_module(CONV.replace(old, new), "conv.hlo.txt")
+
+
+@pytest.mark.parametrize("text, line, expected", [
+    (LOWERED.replace("ENTRY main {", "add_region {"), 9,                 # the second was silently dropped
+     "a computation name not used before (add_region is on line 3), found 'add_region'"),
+    (LOWERED.replace("add_region {", "ENTRY first {").replace("to_apply=add_region", "to_apply=first"), 9,
+     "one ENTRY computation (first is on line 3), found 'main'"),
+    (LOWERED.replace("  zero = f32[]", "  ROOT zero = f32[]"), 15,
+     "one ROOT instruction in computation main (the first is zero on line 14), found 'r'"),
+    (LOWERED.replace("m = f32[2,3]{1,0}", "m = f32[2,3]{1,1}"), 13,         # features held a made-up layout
+     "a layout listing each of the 2 dimensions once, found 'f32[2,3]{1,1}'"),
+    (LOWERED.replace("m = f32[2,3]{1,0}", "m = f32[2,3]{0}"), 13,
+     "a layout listing each of the 2 dimensions once, found 'f32[2,3]{0}'"),
+])
+def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line, expected):
+    """Two computations of one name, two ENTRY computations, two ROOTs and a layout that is not a permutation of
+    the shape's dimensions were accepted (one computation or root silently ignored); XLA's parser refuses them."""
+    with pytest.raises(HloParseError, match=rf"^prog.hlo.txt:{line}: expected {re.escape(expected)}$"):
+        parse_module(text, "prog.hlo.txt")
