@@ -26,6 +26,11 @@ ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", 
                            "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz",
                            "f8e8m0fnu"})
 METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+# First lines of the texts passed by mistake for HLO text, and what they are.
+NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)"), "StableHLO/MLIR text"),
+                (re.compile(r"(name|id|entry_computation_name|computations|host_program_shape)\s*[:{]"),
+                 "an HloModuleProto in protobuf text format"))
+HLO_TEXT_HINT = "(HLO text: `jax.jit(f).lower(...).as_text(dialect=\"hlo\")`, `.compile().as_text()` or an XLA dump)"
 OPEN, CLOSE = "([{", ")]}"
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
@@ -274,7 +279,9 @@ class _Reader:
                     if line.strip() and not line.strip().startswith("//")]
         if not numbered or not numbered[0][1].startswith("HloModule"):
             first = numbered[0] if numbered else (1, "")
-            raise self.fail(first[0], "'HloModule NAME, ...' as the first line", first[1])
+            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first[1])), None)
+            found = first[1] if kind is None else f"{kind}: {first[1]}"
+            raise self.fail(first[0], f"'HloModule NAME, ...' as the first line {HLO_TEXT_HINT}", found)
         header = numbered[0][1].split(None, 1)
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])

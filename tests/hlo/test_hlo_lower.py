@@ -308,3 +308,16 @@ def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line
     the shape's dimensions were accepted (one computation or root silently ignored); XLA's parser refuses them."""
     with pytest.raises(HloParseError, match=rf"^prog.hlo.txt:{line}: expected {re.escape(expected)}$"):
         parse_module(text, "prog.hlo.txt")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n  func.func public @main() {\n  }\n}\n",
+     "StableHLO/MLIR text: module @jit_f"),
+    ('name: "jit_f"\nentry_computation_name: "main.4"\ncomputations {\n}\n',
+     "an HloModuleProto in protobuf text format: name: "),
+])
+def test_mlir_or_proto_text_passed_by_mistake_is_named(text, kind):
+    with pytest.raises(HloParseError, match=r"^f.txt:1: expected 'HloModule NAME, ...' as the first line \(HLO text: "
+                                            rf".*\), found '{re.escape(kind)}") as err:
+        parse_module(text, "f.txt")
+    assert "\n" not in str(err.value)
