@@ -290,6 +290,8 @@ class _Reader:
                 raise self.fail(numbered[0][0], UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False
+        by_name: dict[str, Computation] = {}            # computations so far by name, and the ENTRY one
+        entry: Computation | None = None
         while self.pos < len(self.lines):
             self.pos += 1
             line = self.lines[self.pos - 1].strip()
@@ -311,12 +313,13 @@ class _Reader:
             if len(roots) > 1:
                 raise self.fail(roots[1].line, f"one ROOT instruction in computation {m.group(2)} (the first is "
                                                f"{roots[0].name} on line {roots[0].line})", roots[1].name)
-            for earlier in computations:
-                if earlier.name == m.group(2) or (m.group(1) and earlier.is_entry):
-                    what = ("a computation name not used before" if earlier.name == m.group(2) else
-                            "one ENTRY computation")
-                    raise self.fail(start, f"{what} ({earlier.name} is on line {earlier.line})", m.group(2))
+            earlier = by_name.get(m.group(2)) or (entry if m.group(1) else None)   # one lookup per computation
+            if earlier is not None:
+                what = "a computation name not used before" if earlier.name == m.group(2) else "one ENTRY computation"
+                raise self.fail(start, f"{what} ({earlier.name} is on line {earlier.line})", m.group(2))
             computations.append(Computation(m.group(2), body, bool(m.group(1)), start))
+            by_name[m.group(2)] = computations[-1]
+            entry = computations[-1] if m.group(1) else entry
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
         return HloModule(name, self.source, tuple(computations))
