@@ -40,6 +40,7 @@ UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?'
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
 _COMMENT = re.compile(r"/\*.*?\*/")
+_SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
@@ -323,6 +324,13 @@ class _Reader:
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
         return HloModule(name, self.source, tuple(computations))
+
+
+def is_scheduled(text: str) -> bool:
+    """Whether the module's `HloModule` line says `is_scheduled=true`: XLA prints it on the compiler's output (the
+    optimised text of a dump or of `.compile().as_text()`), never on the text before optimisation."""
+    header = next((line for line in text.splitlines() if line.lstrip().startswith("HloModule")), "")
+    return _SCHEDULED.search(header) is not None
 
 
 def parse_text(text: str, source: str = "<text>") -> HloModule:
