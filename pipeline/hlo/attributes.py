@@ -100,6 +100,28 @@ def dot_dims(attrs: dict[str, str], lhs_rank: int) -> DotDims:
     return DotDims(first[0], first[1], len(lhs_b), lhs_c, rhs_c, lhs_b, rhs_b)
 
 
+def check_dot_ranks(dot: DotDims, lhs_rank: int, rhs_rank: int) -> None:
+    """ValueError unless every contracting and batch dimension indexes its operand (XLA's verifier refuses it too)."""
+    for side, rank, dims in (("lhs", lhs_rank, dot.lhs_contracting_dims + dot.lhs_batch_dims),
+                             ("rhs", rhs_rank, dot.rhs_contracting_dims + dot.rhs_batch_dims)):
+        bad = [d for d in dims if not 0 <= d < rank]
+        if bad or len(set(dims)) != len(dims):
+            raise ValueError(f"{side} contracting and batch dimensions distinct and below the {side} operand's rank "
+                             f"{rank}, found {bad[0] if bad else list(dims)}")
+
+
+def check_conv_ranks(conv: ConvDims, size: int | None, ranks: tuple[int, int, int]) -> None:
+    """ValueError unless dim_labels has as many dimensions as the input, kernel and output (`ranks`) and the window
+    (`size` dims, None when not written) one per spatial dimension."""
+    n_spatial = len(conv.input_spatial)
+    for what, rank, spatial in zip(("input", "kernel", "output"), ranks,
+                                   (conv.input_spatial, conv.kernel_spatial, conv.output_spatial)):
+        if len(spatial) + 2 != rank:
+            raise ValueError(f"dim_labels with one label per {what} dimension ({rank}), found {len(spatial) + 2}")
+    if (size or 0) != n_spatial:
+        raise ValueError(f"a window with one size per spatial dimension ({n_spatial}), found {size or 0}")
+
+
 def slice_dims(value: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """'{[0:4], [2:8:2]}' -> (start, stride, limit)."""
     what = "slice={[start:limit], [start:limit:stride], ...}"

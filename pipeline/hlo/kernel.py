@@ -106,7 +106,8 @@ def _dot_kernel(graph: HloGraph, node: HloNode, common: dict) -> TileKernel:
 def tile_kernel(graph: HloGraph) -> TileKernel:
     """The TileKernel of a fused-kernel graph (see the module docstring)."""
     nodes = graph.nodes
-    fused = [n for n in nodes if n.computation == kernel_output(graph).computation]
+    output = kernel_output(graph)                 # once: it scans every node (per node it made this quadratic)
+    fused = [n for n in nodes if n.computation == output.computation]
     common = {"n_inputs": max(1, sum(n.opcode == op.PARAMETER for n in fused)),
               "n_ops": max(1, sum(n.opcode not in NON_COMPUTE for n in nodes))}
     by_opcode = {}
@@ -116,7 +117,7 @@ def tile_kernel(graph: HloGraph) -> TileKernel:
         return _conv_kernel(graph, by_opcode[op.CONVOLUTION], common)
     if op.DOT in by_opcode:
         return _dot_kernel(graph, by_opcode[op.DOT], common)
-    out = kernel_output(graph)
+    out = output
     if op.REDUCE in by_opcode or op.REDUCE_WINDOW in by_opcode:
         red = by_opcode.get(op.REDUCE) or by_opcode[op.REDUCE_WINDOW]
         source = nodes[red.operands[0]] if red.operands else red

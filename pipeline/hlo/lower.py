@@ -12,6 +12,8 @@
 - Node attributes follow the instruction: shape dims, element type, layout (row-major when the text has none),
   tuple size, parameter number, dimensions (iota_dimension too), window, dim_labels, feature/batch group counts
   (1 on convolutions when not written), slice, dynamic_slice_sizes, padding, is_stable, is_root.
+- Dots and convolutions must fit their operands as XLA's verifier requires (two operands; dimension numbers and
+  dim_labels within the ranks, a window size per spatial dimension): anything else is an `HloParseError`.
 """
 from __future__ import annotations
 
@@ -36,9 +38,8 @@ def callees(module: HloModule, inst: Instruction) -> list[str]:
         names = at.called_computations(inst)
     except ValueError as err:
         raise _fail(module, inst, str(err)) from None
-    known = {c.name for c in module.computations}
     for name in names:
-        if name not in known:
+        if name not in module.computation_names:
             raise _fail(module, inst, f"a computation defined in the module (called by {inst.name})", name)
     return list(dict.fromkeys(names))
 
@@ -115,14 +116,20 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
             fields["dimensions"] = (at.integer(a["iota_dimension"]),)
         if "window" in a:
             fields["window"] = at.window(a["window"])
+        if inst.opcode in ("convolution", "dot") and len(operands) < 2:
+            raise ValueError(f"two operands (lhs, rhs) on a {inst.opcode}, found {len(operands)}")
+        ranks = [len(o.shape.dims) for o in operands]
         if inst.opcode == "convolution":
             if "dim_labels" not in a:
                 raise ValueError("dim_labels= on a convolution")
             fields["conv"] = at.conv_dims(a["dim_labels"])
+            at.check_conv_ranks(fields["conv"], len(fields["window"].size) if "window" in fields else None,
+                                (ranks[0], ranks[1], len(inst.shape.dims)))
             fields["feature_group_count"] = at.integer(a.get("feature_group_count", "1"))
             fields["batch_group_count"] = at.integer(a.get("batch_group_count", "1"))
         if inst.opcode == "dot":
-            fields["dot"] = at.dot_dims(a, len(operands[0].shape.dims) if operands else 0)
+            fields["dot"] = at.dot_dims(a, ranks[0])
+            at.check_dot_ranks(fields["dot"], ranks[0], ranks[1])
         if "slice" in a:
             fields["slice"] = at.slice_dims(a["slice"])
         if "dynamic_slice_sizes" in a:

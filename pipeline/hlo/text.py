@@ -6,6 +6,8 @@ Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names
 the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped), with `//` comment
 lines anywhere a statement or the module may start.
 
+Refused as XLA's parser refuses them: two computations of one name, two ENTRY computations, two ROOTs in one
+computation, a layout that does not list each dimension of its shape once.
 A statement may span lines while a bracket or string is open or a line ends with ','. Every problem raises `HloParseError`, one line:
 `<source>:<line>: expected <what>, found <what>`. A bounded dynamic dimension (`<=8`) reads as its bound, the size XLA
 allocates and its Shape proto (so the official featurizer) holds; an unbounded one (`?`) is refused.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pipeline.errors import PipelineError
 
@@ -23,6 +26,11 @@ ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", 
                            "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz",
                            "f8e8m0fnu"})
 METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+# First lines of the texts passed by mistake for HLO text, and what they are.
+NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)"), "StableHLO/MLIR text"),
+                (re.compile(r"(name|id|entry_computation_name|computations|host_program_shape)\s*[:{]"),
+                 "an HloModuleProto in protobuf text format"))
+HLO_TEXT_HINT = "(HLO text: `jax.jit(f).lower(...).as_text(dialect=\"hlo\")`, `.compile().as_text()` or an XLA dump)"
 OPEN, CLOSE = "([{", ")]}"
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
@@ -32,6 +40,7 @@ UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?'
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
 _COMMENT = re.compile(r"/\*.*?\*/")
+_SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
@@ -98,6 +107,11 @@ class HloModule:
 
     def computation(self, name: str) -> Computation:
         return next(c for c in self.computations if c.name == name)
+
+    @cached_property
+    def computation_names(self) -> frozenset[str]:
+        """Every computation's name (computed once: callers check each called name against it)."""
+        return frozenset(c.name for c in self.computations)
 
 
 def _tokens(text: str):
@@ -192,6 +206,9 @@ class _Reader:
                 layout = tuple(int(v) for v in split_top(minor))
             except ValueError:
                 raise self.fail(line, "a layout {minor-to-major dims}", text[pos:end + 1]) from None
+            if sorted(layout) != list(range(len(dims))):
+                raise self.fail(line, f"a layout listing each of the {len(dims)} dimensions once",
+                                m.group(0) + text[pos:end + 1])
             pos = end + 1
         return Shape(m.group(1), tuple(dims), layout), pos
 
@@ -263,7 +280,9 @@ class _Reader:
                     if line.strip() and not line.strip().startswith("//")]
         if not numbered or not numbered[0][1].startswith("HloModule"):
             first = numbered[0] if numbered else (1, "")
-            raise self.fail(first[0], "'HloModule NAME, ...' as the first line", first[1])
+            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first[1])), None)
+            found = first[1] if kind is None else f"{kind}: {first[1]}"
+            raise self.fail(first[0], f"'HloModule NAME, ...' as the first line {HLO_TEXT_HINT}", found)
         header = numbered[0][1].split(None, 1)
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
@@ -272,6 +291,8 @@ class _Reader:
                 raise self.fail(numbered[0][0], UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False
+        by_name: dict[str, Computation] = {}            # computations so far by name, and the ENTRY one
+        entry: Computation | None = None
         while self.pos < len(self.lines):
             self.pos += 1
             line = self.lines[self.pos - 1].strip()
@@ -289,10 +310,27 @@ class _Reader:
             body = tuple(self.instruction(text, k) for k, text in self.statements(start, m.group(2)))
             if not body:
                 raise self.fail(start, f"at least one instruction in computation {m.group(2)}")
+            roots = [inst for inst in body if inst.is_root]
+            if len(roots) > 1:
+                raise self.fail(roots[1].line, f"one ROOT instruction in computation {m.group(2)} (the first is "
+                                               f"{roots[0].name} on line {roots[0].line})", roots[1].name)
+            earlier = by_name.get(m.group(2)) or (entry if m.group(1) else None)   # one lookup per computation
+            if earlier is not None:
+                what = "a computation name not used before" if earlier.name == m.group(2) else "one ENTRY computation"
+                raise self.fail(start, f"{what} ({earlier.name} is on line {earlier.line})", m.group(2))
             computations.append(Computation(m.group(2), body, bool(m.group(1)), start))
+            by_name[m.group(2)] = computations[-1]
+            entry = computations[-1] if m.group(1) else entry
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
         return HloModule(name, self.source, tuple(computations))
+
+
+def is_scheduled(text: str) -> bool:
+    """Whether the module's `HloModule` line says `is_scheduled=true`: XLA prints it on the compiler's output (the
+    optimised text of a dump or of `.compile().as_text()`), never on the text before optimisation."""
+    header = next((line for line in text.splitlines() if line.lstrip().startswith("HloModule")), "")
+    return _SCHEDULED.search(header) is not None
 
 
 def parse_text(text: str, source: str = "<text>") -> HloModule:

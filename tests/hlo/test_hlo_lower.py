@@ -1,6 +1,9 @@
 """HLO text -> HloGraph on hand-written modules: node order, edges, node_splits, roots, features, errors."""
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
@@ -164,6 +167,9 @@ def test_entry_first_still_orders_callees_first():
     ("dimensions={1}", "dimensions={one}", 15, "a list of integers"),
     ("HloModule tiny", "Module tiny", 1, "'HloModule NAME, ...' as the first line"),
     ("parameter(1)\n  d", "parameter(1\x00)\n  d", 11, "an integer, found '1\\x00' (in w)"),   # not int()'s words
+    ("lhs_contracting_dims={1}", "lhs_contracting_dims={2}", 12,       # was an IndexError in a fused kernel
+     "lhs contracting and batch dimensions distinct and below the lhs operand's rank 2, found 2 (in d)"),
+    ("dot(x, w)", "dot(x)", 12, "two operands (lhs, rhs) on a dot, found 1 (in d)"),
 ])
 def test_errors_name_the_source_and_line(old, new, line, expected):
     assert old in LOWERED
@@ -227,3 +233,91 @@ def test_long_chains_and_cycles():
     assert program.node_feat[-1, 0] == 1                                        # no ROOT: the last instruction
     with pytest.raises(HloParseError, match=r"^cyc:3: expected an acyclic computation \(a depends on itself\)"):
         parse_module("HloModule c\nENTRY m {\n  a = f32[] negate(b)\n  ROOT b = f32[] negate(a)\n}\n", "cyc")
+
+
+class _CountingTuple(tuple):
+    """A tuple that counts the full passes over it (how often the computations are scanned)."""
+
+    passes = 0
+
+    def __iter__(self):
+        type(self).passes += 1
+        return super().__iter__()
+
+
+def test_called_names_are_checked_without_rescanning_every_computation():
+    """A module of N chained calls took O(N^2) (every called name checked against a fresh set of all computation
+    names: 3000 computations, half a minute); the names are now collected once per module."""
+    n = 300
+    lines = ["HloModule chain", "c0 {", "  p = f32[] parameter(0)", "  ROOT n = f32[] negate(p)", "}"]
+    for i in range(1, n):
+        lines += [f"c{i} {{", "  p = f32[] parameter(0)", f"  ROOT n = f32[] call(p), to_apply=c{i - 1}", "}"]
+    lines += ["ENTRY e {", "  x = f32[] parameter(0)", f"  ROOT r = f32[] call(x), to_apply=c{n - 1}", "}"]
+    parsed = parse_module("\n".join(lines), "chain.hlo.txt")
+    module = dataclasses.replace(parsed, computations=_CountingTuple(parsed.computations), graphs={})
+    _CountingTuple.passes = 0
+    program = layout_program(module)
+    assert len(program.graph) == 2 * n + 2 and program.edge_index[-1].tolist() == [2 * n + 1, 2 * n - 1]
+    assert _CountingTuple.passes < 10
+
+
+CONV = """HloModule conv
+fused {
+  p = f32[1,8,8,4]{3,2,1,0} parameter(0)
+  k = f32[3,3,4,8]{3,2,1,0} parameter(1)
+  ROOT c = f32[1,8,8,8]{3,2,1,0} convolution(p, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+ENTRY e {
+  x = f32[1,8,8,4]{3,2,1,0} parameter(0)
+  y = f32[3,3,4,8]{3,2,1,0} parameter(1)
+  ROOT r = f32[1,8,8,8]{3,2,1,0} fusion(x, y), kind=kOutput, calls=fused
+}
+"""
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("dim_labels=b01f_01io->b01f", "dim_labels=b012f_012io->b012f",     # was an IndexError in block_specs
+     "dim_labels with one label per input dimension (4), found 5 (in c)"),
+    ("k = f32[3,3,4,8]{3,2,1,0}", "k = f32[3,3]{1,0}",                  # was an IndexError in the tile kernel
+     "dim_labels with one label per kernel dimension (2), found 4 (in c)"),
+    ("size=3x3 pad=1_1x1_1", "size=3 pad=1_1", "a window with one size per spatial dimension (2), found 1 (in c)"),
+    ("convolution(p, k)", "convolution(p)", "two operands (lhs, rhs) on a convolution, found 1 (in c)"),
+])
+def test_convolutions_whose_dimension_numbers_do_not_fit_their_tensors_are_refused(old, new, expected):
+    program = layout_program(parse_module(CONV, "conv.hlo.txt"))
+    assert program.config_node_ids.tolist() == [2]                   # the convolution
+    assert old in CONV
+    with pytest.raises(HloParseError, match=rf"^conv.hlo.txt:5: expected {re.escape(expected)}$"):
+        parse_module(CONV.replace(old, new), "conv.hlo.txt")
+
+
+@pytest.mark.parametrize("text, line, expected", [
+    (LOWERED.replace("ENTRY main {", "add_region {"), 9,                 # the second was silently dropped
+     "a computation name not used before (add_region is on line 3), found 'add_region'"),
+    (LOWERED.replace("add_region {", "ENTRY first {").replace("to_apply=add_region", "to_apply=first"), 9,
+     "one ENTRY computation (first is on line 3), found 'main'"),
+    (LOWERED.replace("  zero = f32[]", "  ROOT zero = f32[]"), 15,
+     "one ROOT instruction in computation main (the first is zero on line 14), found 'r'"),
+    (LOWERED.replace("m = f32[2,3]{1,0}", "m = f32[2,3]{1,1}"), 13,         # features held a made-up layout
+     "a layout listing each of the 2 dimensions once, found 'f32[2,3]{1,1}'"),
+    (LOWERED.replace("m = f32[2,3]{1,0}", "m = f32[2,3]{0}"), 13,
+     "a layout listing each of the 2 dimensions once, found 'f32[2,3]{0}'"),
+])
+def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line, expected):
+    """Two computations of one name, two ENTRY computations, two ROOTs and a layout that is not a permutation of
+    the shape's dimensions were accepted (one computation or root silently ignored); XLA's parser refuses them."""
+    with pytest.raises(HloParseError, match=rf"^prog.hlo.txt:{line}: expected {re.escape(expected)}$"):
+        parse_module(text, "prog.hlo.txt")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n  func.func public @main() {\n  }\n}\n",
+     "StableHLO/MLIR text: module @jit_f"),
+    ('name: "jit_f"\nentry_computation_name: "main.4"\ncomputations {\n}\n',
+     "an HloModuleProto in protobuf text format: name: "),
+])
+def test_mlir_or_proto_text_passed_by_mistake_is_named(text, kind):
+    with pytest.raises(HloParseError, match=r"^f.txt:1: expected 'HloModule NAME, ...' as the first line \(HLO text: "
+                                            rf".*\), found '{re.escape(kind)}") as err:
+        parse_module(text, "f.txt")
+    assert "\n" not in str(err.value)
