@@ -3,6 +3,7 @@ cost model (the `repo` fixture's `dvc repro` on data=programs_ci runs stage auto
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -11,10 +12,13 @@ import pytest
 from conftest import BIN
 
 from pipeline.autotune import main
+from pipeline.config import compose
 from pipeline.hlo.featurize import layout_program, parse_module
 from pipeline.tpugraphs.dataset import Collection, graph_paths
+from pipeline.trained import PredictError
 from pipeline.tuning.search import Guard
 from pipeline.tuning.space import LayoutSpace
+from pipeline.tuning.tool import output_dir
 
 NO_CONFIGURABLE = """HloModule plain, entry_computation_layout={(f32[8,16]{1,0})->f32[8,16]{1,0}}
 
@@ -154,12 +158,8 @@ def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
 @pytest.mark.parametrize("under", ["", "sub"])
 def test_an_out_folder_where_a_file_stands_is_refused(tmp_path, under):
     """--out (or autotune.out_dir) at a file, or below one: one line before the search, no FileExistsError after."""
-    from pipeline.config import compose
-    import re
-    from pipeline.trained import PredictError
-    from pipeline.tuning.tool import output_dir
-
     (tmp_path / "taken").write_text("x")
     out = tmp_path / "taken" / under
-    with pytest.raises(PredictError, match="^" + re.escape(f"--out {out}: {tmp_path / 'taken'} is a file; expected a folder")):
+    expected = f"--out {out}: {tmp_path / 'taken'} is a file; expected a folder"
+    with pytest.raises(PredictError, match="^" + re.escape(expected)):
         output_dir(compose([]), out)
