@@ -34,6 +34,7 @@ ALLOWED |= {
     ("pipeline/graphnet/losses.py", "gnn.min_gap_quantile"): "prune's report lacks the spread (data); the remedy",
     ("pipeline/graphnet/losses.py", "gnn.min_gap"): "the same message: what the remedy falls back to",
     ("pipeline/graphnet/segments.py", "gst.segmentation"): "a graph without node_splits (data)",
+    ("pipeline/lgbm_model/train.py", "lgbm.min_data_in_leaf"): "no feature splits the train rows (data); the remedy",
 }
 for key in ("checkpoints_dir", "metrics_dir", "models_dir", "multirun_dir", "plots_dir", "predictions_dir",
             "pruned_dir", "submissions_dir", "synthetic_dir", "tpugraphs_dir"):    # `--out` inside `paths.{key}`
