@@ -34,12 +34,11 @@ from omegaconf import DictConfig
 from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
 from pipeline.errors import run_main
 from pipeline.files import write_csv
-from pipeline.tpugraphs.dataset import COLLECTIONS, Collection, check_file_name
+from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
-GRAPH_SUFFIX = ".npz"
 HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
 HLO_FIRST_WORD = "HloModule"
 

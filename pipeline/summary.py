@@ -223,9 +223,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=add_flags,
                            dvc_outputs="--show" not in argv)          # --show writes nothing
-    if (args.markdown or args.experiments) and not args.show:      # else the stage would run and rewrite its outputs
-        raise SystemExit(f"error: --{'markdown' if args.markdown else 'experiments'} prints a table: expected it with "
-                         f"--show (python -m pipeline.summary --show --{'markdown' if args.markdown else 'experiments'})")
+    table_flag = "markdown" if args.markdown else "experiments" if args.experiments else None
+    if table_flag and not args.show:                                # else the stage would run and rewrite its outputs
+        raise SystemExit(f"error: --{table_flag} prints a table: expected it with --show (python -m pipeline.summary "
+                         f"--show --{table_flag})")
     if args.show:
         try:
             print(show_experiments(cfg) if args.experiments else markdown(cfg) if args.markdown else show(cfg))

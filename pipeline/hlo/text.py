@@ -98,6 +98,7 @@ class HloModule:
     name: str
     source: str
     computations: tuple[Computation, ...]
+    scheduled: bool = False                 # `is_scheduled=true` on the HloModule line: the compiler's output
     graphs: dict = field(default_factory=dict, compare=False, repr=False)   # built graphs (pipeline.hlo.lower)
 
     @property
@@ -323,14 +324,8 @@ class _Reader:
             entry = computations[-1] if m.group(1) else entry
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
-        return HloModule(name, self.source, tuple(computations))
-
-
-def is_scheduled(text: str) -> bool:
-    """Whether the module's `HloModule` line says `is_scheduled=true`: XLA prints it on the compiler's output (the
-    optimised text of a dump or of `.compile().as_text()`), never on the text before optimisation."""
-    header = next((line for line in text.splitlines() if line.lstrip().startswith("HloModule")), "")
-    return _SCHEDULED.search(header) is not None
+        scheduled = _SCHEDULED.search(numbered[0][1]) is not None     # XLA prints it on optimised text only
+        return HloModule(name, self.source, tuple(computations), scheduled)
 
 
 def parse_text(text: str, source: str = "<text>") -> HloModule:

@@ -17,7 +17,6 @@ import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.hlo.featurize import LayoutProgram, TileProgram, layout_program, parse_module, tile_programs
-from pipeline.hlo.text import is_scheduled
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection
@@ -46,11 +45,12 @@ def read_program(name: str, text: str, source: str, optimized: str | None = None
                  optimized_source: str = "") -> Program:
     """Parse the texts (HloParseError names the line); tiles come from the optimised text when given. A scheduled
     module (the compiler's output) given as the unoptimised text is searched as given, with a warning on stderr."""
-    if is_scheduled(text):
+    module = parse_module(text, source)
+    if module.scheduled:
         print(f"warning: {source}: a scheduled (optimised) module where the unoptimised text is expected: its "
               f"layouts are the compiler's own choices; give PROGRAM.hlo.txt (before optimisation) first",
               file=sys.stderr)
-    layout = layout_program(parse_module(text, source))
+    layout = layout_program(module)
     tiles = tuple(tile_programs(parse_module(optimized, optimized_source))) if optimized is not None else ()
     return Program(name, layout, layout.node_feat, tiles)
 
