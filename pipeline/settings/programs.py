@@ -14,7 +14,8 @@ def grids(sizes: Mapping) -> dict:
 
 
 def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings:
-    """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` optional: none by default)."""
+    """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` and `extra_programs` optional:
+    none by default)."""
     g, s = generator, synthesize
     return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
                            grids(g["sizes"]), grids(g.get("tile_sizes") or {}),
@@ -22,4 +23,5 @@ def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings
                            tuple(g["tile_configs"]), dict(g["tile_programs"]), int(g["tile_kernels_per_program"]),
                            float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),
                            search_params(s["search"]), layout_cost(s["layout_cost"]),
-                           tile_search(s["tile_search"]["min_tile"], s["tile_cost"]))
+                           tile_search(s["tile_search"]["min_tile"], s["tile_cost"]),
+                           {k: dict(v) for k, v in (g.get("extra_programs") or {}).items()})

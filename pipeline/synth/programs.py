@@ -38,7 +38,7 @@ from pipeline.synth.common import finish, log_uniform, stats_row
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import SPLITS, Collection
 from pipeline.zoo.common import compiled_text, lowered_text
-from pipeline.zoo.registry import ZooProgram, programs
+from pipeline.zoo.registry import ZooProgram, extra_programs, programs
 from pipeline.tpugraphs.schema import NPZ_SUBDIR, TRUTH_SUBDIR
 
 MIN_TILE_CONFIGS = 2          # a kernel with fewer distinct tilings has nothing to rank
@@ -65,6 +65,7 @@ class ProgramSettings:
     search: SearchParams
     layout_cost: LayoutCostParams
     tile_search: TileSearch
+    extra_programs: Mapping = None   # {source: {split: count}}: programs of families outside the rotation (none: {})
 
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:
@@ -196,7 +197,7 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
     out = Path(out_dir)
     with atomic_path(out) as tmp:          # replaces out_dir when complete
         parsed = [Collection.parse(c) for c in collections]
-        laid_out = programs(s.programs, s.sizes, s.seed)
+        laid_out = programs(s.programs, s.sizes, s.seed) + extra_programs(s.extra_programs or {}, s.sizes, s.seed)
         tiled = tiled_programs(s)
         listed = laid_out + [p for p in tiled if p not in laid_out]      # tile-only programs last
         stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}

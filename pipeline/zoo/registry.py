@@ -3,7 +3,9 @@
 Sources follow TpuGraphs: `nlp` programs are Transformer encoders and decoders, `xla` programs mix every family.
 Programs are drawn per (source, split) from a size grid: train and valid from the `train` grid, test from the
 `test` grid, whose batches, widths and depths are larger, so test programs differ from train ones in size, not
-only in random draws. Families are taken round-robin so every family appears in every large enough split. The
+only in random draws. Families are taken round-robin so every family appears in every large enough split. `extra_programs` adds programs of
+other families (`EXTRA_SOURCES`: other frameworks' conventions, pipeline/zoo/framework.py) to chosen splits, leaving
+the core draw as it was. The
 valid split takes its families in the test split's rotation (same start), so model selection, ensemble weights and
 the autotune guard are measured on the families that test holds (a valid split of other families than test's told
 nothing about them: docs/decisions.md, "Valid like test").
@@ -19,11 +21,15 @@ import numpy as np
 
 from pipeline.errors import PipelineError
 from pipeline.tpugraphs.schema import SPLITS
-from pipeline.zoo import cnn, recurrent, transformer
+from pipeline.zoo import cnn, framework, recurrent, transformer
 from pipeline.zoo.common import DTYPES, Family, Size
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (*cnn.FAMILIES, *transformer.FAMILIES, *recurrent.FAMILIES)}
-SOURCES: dict[str, tuple[str, ...]] = {"xla": tuple(FAMILIES), "nlp": ("transformer_encoder", "transformer_decoder")}
+CORE = (*cnn.FAMILIES, *transformer.FAMILIES, *recurrent.FAMILIES)
+FAMILIES: dict[str, Family] = {f.name: f for f in (*CORE, *framework.FAMILIES)}
+SOURCES: dict[str, tuple[str, ...]] = {"xla": tuple(f.name for f in CORE),
+                                       "nlp": ("transformer_encoder", "transformer_decoder")}
+# Families drawn only by `extra_programs` (data.generator.extra_programs), outside the presets' rotation
+EXTRA_SOURCES: dict[str, tuple[str, ...]] = {"xla": tuple(f.name for f in framework.FAMILIES)}
 SIZE_KEYS = ("batch", "width", "depth", "extent", "dtype")
 SPLIT_GRID = {"train": "train", "valid": "train", "test": "test"}
 
@@ -96,6 +102,34 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
                 family = families[(start + i) % len(families)]
                 if not pool[family]:
                     raise PipelineError(f"data.generator.programs.{source}.{split}: asks for {n} programs, more "
+                                        f"than the {SPLIT_GRID[split]} grid holds for {family}")
+                size = pool[family].pop(int(rng.integers(len(pool[family]))))
+                out.append(ZooProgram(program_name(family, size), source, family, split, size))
+    return out
+
+
+def extra_programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
+    """Programs of the `EXTRA_SOURCES` families, counts {source: {split: n}}, round-robin from a random start, sizes
+    drawn without replacement from the split's grid (their family names keep them apart from `programs`' draw, which
+    these leave unchanged). A source without extra families or a split asking for more than its grid holds raises."""
+    out = []
+    for source, per_split in counts.items():
+        if source not in EXTRA_SOURCES:
+            raise PipelineError(f"data.generator.extra_programs: source {source!r} has no extra families; expected "
+                                f"one of {list(EXTRA_SOURCES)}")
+        families = EXTRA_SOURCES[source]
+        unknown = sorted(set(per_split) - set(SPLITS))
+        if unknown:
+            raise PipelineError(f"data.generator.extra_programs.{source}: unknown splits {unknown}; expected "
+                                f"{list(SPLITS)}")
+        pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+        for split in [s for s in SPLITS if s in per_split]:
+            rng = _rng(seed, "extra", source, split)
+            start, pool = int(rng.integers(len(families))), pools[SPLIT_GRID[split]]
+            for i in range(int(per_split[split])):
+                family = families[(start + i) % len(families)]
+                if not pool[family]:
+                    raise PipelineError(f"data.generator.extra_programs.{source}.{split}: asks for more programs "
                                         f"than the {SPLIT_GRID[split]} grid holds for {family}")
                 size = pool[family].pop(int(rng.integers(len(pool[family]))))
                 out.append(ZooProgram(program_name(family, size), source, family, split, size))
