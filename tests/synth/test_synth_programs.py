@@ -14,7 +14,7 @@ from pipeline.settings.programs import program_settings
 from pipeline.settings_types import SettingsError
 from pipeline.synth.programs import build, largest_kernels, tiled_programs
 from pipeline.tpugraphs.dataset import graph_paths
-from pipeline.zoo.registry import programs
+from pipeline.zoo.registry import EXTRA_SOURCES, programs
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,24 @@ def test_a_tile_only_program_writes_tile_graphs_and_no_layout_graph(tmp_path):
     kernels = graph_paths(tmp_path / "out" / "npz", "tile-xla", "train")
     assert kernels and all(p.stem.startswith(tile["name"] + "_") for p in kernels)
     assert json.loads((tmp_path / "out" / "stats.json").read_text())["programs"] == stats["programs"]
+
+
+def test_extra_programs_are_read_from_the_generator_and_leave_the_tile_programs_alone():
+    cfg = compose(["data=programs_ci", "+data.generator.extra_programs={xla: {train: 2}}"])
+    s = program_settings(cfg.data.generator, cfg.synthesize)
+    assert s.extra_programs == {"xla": {"train": 2}} and ci_settings().extra_programs == {}
+    assert tiled_programs(s) == tiled_programs(ci_settings())
+
+
+@pytest.mark.slow
+def test_an_extra_program_writes_layout_graphs_in_its_split_only(tmp_path):
+    """One core xla train program and one extra: both layout train graphs, no tile graph from the extra, and
+    stats.json names the extra's family."""
+    base = ci_settings()
+    s = ci_settings(programs={"xla": {"train": 1}}, tile_programs={}, extra_programs={"xla": {"train": 1}},
+                    sizes={**base.sizes, "train": {**base.sizes["train"], "batch": [2], "width": [8]}})
+    stats = build(s, ["layout-xla-random"], tmp_path / "out", progress=False)
+    (extra,) = [p for p in stats["programs"] if p["family"] in EXTRA_SOURCES["xla"]]
+    assert extra["split"] == "train" and extra["graphs"] == ["layout"] and len(stats["programs"]) == 2
+    stems = [p.stem for p in graph_paths(tmp_path / "out" / "npz", "layout-xla-random", "train")]
+    assert extra["name"] in stems and len(stems) == 2

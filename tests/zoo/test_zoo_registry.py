@@ -1,4 +1,5 @@
-"""The registry: at least 8 families, both sources, test programs larger than train programs."""
+"""The registry: at least 8 families, both sources, test programs larger than train programs; extra programs of
+the families outside the rotation."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import EXIT_BAD_INPUT, PipelineError
-from pipeline.zoo.registry import FAMILIES, SOURCES, grid_sizes, programs
+from pipeline.zoo.registry import EXTRA_SOURCES, FAMILIES, SOURCES, extra_programs, grid_sizes, programs
 
 GRIDS = {"train": {"batch": [2, 4], "width": [16, 32], "depth": [1, 2], "extent": [16], "dtype": ["f32", "bf16"]},
          "test": {"batch": [8], "width": [64], "depth": [3], "extent": [16], "dtype": ["f32", "bf16"]}}
@@ -19,10 +20,11 @@ COUNTS = {"xla": {"train": 22, "valid": 11, "test": 11}, "nlp": {"train": 4, "va
 def test_registry_covers_families_and_sources():
     assert len(FAMILIES) >= 8
     assert set(SOURCES) == {"xla", "nlp"}
-    assert set(SOURCES["xla"]) == set(FAMILIES)
+    assert set(SOURCES["xla"]) | set(EXTRA_SOURCES["xla"]) == set(FAMILIES)
+    assert not set(SOURCES["xla"]) & set(EXTRA_SOURCES["xla"])
     assert set(SOURCES["nlp"]) == {"transformer_encoder", "transformer_decoder"}
     listed = programs(COUNTS, GRIDS, seed=0)
-    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
+    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(SOURCES["xla"])
     assert {p.source for p in listed} == {"xla", "nlp"}
     assert {p.size.dtype for p in listed} == {"f32", "bf16"}
 
@@ -96,7 +98,7 @@ def test_programs_large_preset_is_a_larger_development_signal():
     test = {p.size for p in listed if p.split == "test"}
     assert not train & test                                    # no test program is a train program
     assert len({s.extent for s in train}) > len(set(default.generator.sizes.train.extent))
-    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(FAMILIES)
+    assert {p.family for p in listed if p.source == "xla" and p.split == "train"} == set(SOURCES["xla"])
 
 
 def test_programs_heldout_preset_has_the_held_out_size():
@@ -132,3 +134,32 @@ def test_train_and_test_programs_do_not_depend_on_the_valid_split():
     with_valid = programs({"xla": {"train": 12, "valid": 4, "test": 4}}, GRIDS, seed=3)
     without = programs({"xla": {"train": 12, "test": 4}}, GRIDS, seed=3)
     assert [p for p in with_valid if p.split != "valid"] == without
+
+
+def test_extra_programs_come_from_the_extra_families_and_leave_the_core_draw_alone():
+    """Extras cycle the EXTRA_SOURCES families from a seeded start, draw sizes of their split's grid without
+    replacement, and never share a name with the core programs; the core draw does not see them."""
+    extras = extra_programs({"xla": {"train": 7}}, GRIDS, seed=0)
+    families = EXTRA_SOURCES["xla"]
+    assert [p.split for p in extras] == ["train"] * 7 and {p.source for p in extras} == {"xla"}
+    start = families.index(extras[0].family)
+    assert [p.family for p in extras] == [families[(start + i) % len(families)] for i in range(7)]
+    assert len({p.name for p in extras}) == 7
+    assert {p.size for p in extras} <= set(grid_sizes(GRIDS["train"]))
+    assert extras == extra_programs({"xla": {"train": 7}}, GRIDS, seed=0) != extra_programs(
+        {"xla": {"train": 7}}, GRIDS, seed=1)
+    core = programs(COUNTS, GRIDS, seed=0)
+    assert not {p.name for p in core} & {p.name for p in extras}
+    assert {p.size for p in extra_programs({"xla": {"test": 2}}, GRIDS, seed=0)} <= set(grid_sizes(GRIDS["test"]))
+    assert extra_programs({}, GRIDS, seed=0) == []
+
+
+def test_extra_programs_errors_name_the_key():
+    with pytest.raises(PipelineError, match=r"^data.generator.extra_programs: source 'nlp' has no extra families"):
+        extra_programs({"nlp": {"train": 1}}, GRIDS, seed=0)
+    with pytest.raises(PipelineError, match=r"^data.generator.extra_programs.xla: unknown splits \['training'\]"):
+        extra_programs({"xla": {"training": 1}}, GRIDS, seed=0)
+    one_size = {"train": {**GRIDS["train"], "batch": [2], "width": [16], "depth": [1], "dtype": ["f32"]},
+                "test": GRIDS["test"]}
+    with pytest.raises(PipelineError, match=r"^data.generator.extra_programs.xla.train: asks for more programs"):
+        extra_programs({"xla": {"train": len(EXTRA_SOURCES["xla"]) + 1}}, one_size, seed=0)
