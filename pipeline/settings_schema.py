@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from pipeline.choices import ENSEMBLE_TIE_BREAKS
+from pipeline.errors import PipelineError
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
@@ -350,6 +351,9 @@ def check_overrides(overrides: Sequence[str], conf_dir: Path) -> None:
     """Refuse overrides of keys no code reads, and `group=option` with no conf/<group>/<option>.yaml."""
     for override in overrides:
         key, _, value = override.lstrip("~+").partition("=")
+        if not all(key.split(".")):                            # `=5`, `gnn.=5`, `.lr=1`: no name to set
+            raise PipelineError(f"override {override!r}: expected KEY=VALUE, a setting or config group named "
+                                f"before '='")
         if key.startswith("hydra") or "/" in key:
             continue
         group_dir = conf_dir / key

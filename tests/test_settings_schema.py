@@ -1,6 +1,7 @@
 """The settings schema: every bad value named in one line when the config loads, before any data is read."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from omegaconf import OmegaConf
 from pipeline.config import compose, load_cfg
 from pipeline.settings_schema import (GNN_DEVICES, GNN_MIXERS, GNN_NORMS,
                                       GST_SEGMENTATIONS, check_overrides, known_keys, validate)
+from pipeline.errors import PipelineError
 from pipeline.settings_types import SettingsError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +140,9 @@ def test_override_keys_are_checked_before_hydra():
     with pytest.raises(SettingsError, match="did you mean prune.chunk_size"):
         check_overrides(["prune.chunksize=3"], ROOT / "conf")
     assert "gnn.gst.segment_size" in known_keys() and "lgbm.features.opcodes" in known_keys()
+    for nameless in ("=5", "+=1", "gnn.=3", ".lr=1", "~"):          # was "setting ='5': ... (conf//*.yaml)"
+        with pytest.raises(PipelineError, match=rf"^override '{re.escape(nameless)}': expected KEY=VALUE"):
+            check_overrides([nameless], ROOT / "conf")
 
 
 def test_the_libraries_act_on_the_choices_the_schema_checks():
