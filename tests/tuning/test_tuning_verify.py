@@ -16,6 +16,8 @@ def test_builtin_test_programs_are_the_presets_test_split_and_none_for_real_data
     programs = builtin_test_programs(load_cfg(["data=programs_ci"]))
     assert [(p.source, p.split) for p in programs] == [("xla", "test"), ("xla", "test"), ("nlp", "test")]
     assert builtin_test_programs(load_cfg(["data=tpugraphs"])) == []
+    extra = builtin_test_programs(load_cfg(["data=programs_ci", "+data.generator.extra_programs={xla: {test: 1}}"]))
+    assert extra[:3] == programs and [p.family for p in extra[3:]] in [["nchw_cnn"], ["vit"], ["temporal_cnn"]]
 
 
 def row(program, share, kept=True, sample=0.0, random=0.0):
