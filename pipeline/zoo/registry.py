@@ -75,6 +75,29 @@ def _rng(seed: int, *key: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *(zlib.crc32(k.encode()) for k in key)]))
 
 
+def _round_robin(key: str, source: str, split: str, n: int, families: tuple[str, ...], start: int, pool: dict,
+                 rng: np.random.Generator) -> list[ZooProgram]:
+    """`n` programs of `split`, families in turn from `families[start]`, each size drawn without replacement from the
+    family's `pool` (shared by the splits of one grid); raises naming `key` when a family's pool runs out."""
+    out = []
+    for i in range(int(n)):
+        family = families[(start + i) % len(families)]
+        if not pool[family]:
+            raise PipelineError(f"{key}.{source}.{split}: asks for {n} programs, more than the {SPLIT_GRID[split]} "
+                                f"grid holds for {family}")
+        size = pool[family].pop(int(rng.integers(len(pool[family]))))
+        out.append(ZooProgram(program_name(family, size), source, family, split, size))
+    return out
+
+
+def _pools(key: str, source: str, per_split: Mapping, families: tuple[str, ...], grids: Mapping) -> dict:
+    """{grid name: {family: every size of the grid}} after checking the splits of `per_split`."""
+    unknown = sorted(set(per_split) - set(SPLITS))
+    if unknown:
+        raise PipelineError(f"{key}.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
+    return {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+
+
 def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
     """The dataset's programs: counts {source: {split: n}}, grids {"train"|"test": size grid}.
 
@@ -83,28 +106,18 @@ def programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgram]:
     A source asking for more programs than its grid holds raises. Valid's families follow test's rotation (the
     start that test's own random numbers draw); its sizes are its own draws.
     """
-    out = []
+    key, out = "data.generator.programs", []
     for source, per_split in counts.items():
         if source not in SOURCES:
-            raise PipelineError(f"data.generator.programs: unknown source {source!r}; expected {list(SOURCES)}")
+            raise PipelineError(f"{key}: unknown source {source!r}; expected {list(SOURCES)}")
         families = SOURCES[source]
-        unknown = sorted(set(per_split) - set(SPLITS))
-        if unknown:
-            raise PipelineError(f"data.generator.programs.{source}: unknown splits {unknown}; expected {list(SPLITS)}")
-        pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+        pools = _pools(key, source, per_split, families, grids)
         rngs = {split: _rng(seed, "programs", source, split) for split in SPLITS}
         starts = {split: int(rng.integers(len(families))) for split, rng in rngs.items()}
         starts["valid"] = starts["test"]              # valid's own start draw is replaced by test's
         for split in [s for s in SPLITS if s in per_split]:
-            n, rng, start = per_split[split], rngs[split], starts[split]
-            pool = pools[SPLIT_GRID[split]]
-            for i in range(int(n)):
-                family = families[(start + i) % len(families)]
-                if not pool[family]:
-                    raise PipelineError(f"data.generator.programs.{source}.{split}: asks for {n} programs, more "
-                                        f"than the {SPLIT_GRID[split]} grid holds for {family}")
-                size = pool[family].pop(int(rng.integers(len(pool[family]))))
-                out.append(ZooProgram(program_name(family, size), source, family, split, size))
+            out += _round_robin(key, source, split, per_split[split], families, starts[split],
+                                pools[SPLIT_GRID[split]], rngs[split])
     return out
 
 
@@ -112,25 +125,15 @@ def extra_programs(counts: Mapping, grids: Mapping, seed: int) -> list[ZooProgra
     """Programs of the `EXTRA_SOURCES` families, counts {source: {split: n}}, round-robin from a random start, sizes
     drawn without replacement from the split's grid (their family names keep them apart from `programs`' draw, which
     these leave unchanged). A source without extra families or a split asking for more than its grid holds raises."""
-    out = []
+    key, out = "data.generator.extra_programs", []
     for source, per_split in counts.items():
         if source not in EXTRA_SOURCES:
-            raise PipelineError(f"data.generator.extra_programs: source {source!r} has no extra families; expected "
-                                f"one of {list(EXTRA_SOURCES)}")
+            raise PipelineError(f"{key}: source {source!r} has no extra families; expected one of "
+                                f"{list(EXTRA_SOURCES)}")
         families = EXTRA_SOURCES[source]
-        unknown = sorted(set(per_split) - set(SPLITS))
-        if unknown:
-            raise PipelineError(f"data.generator.extra_programs.{source}: unknown splits {unknown}; expected "
-                                f"{list(SPLITS)}")
-        pools = {grid: {f: list(grid_sizes(grids[grid])) for f in families} for grid in set(SPLIT_GRID.values())}
+        pools = _pools(key, source, per_split, families, grids)
         for split in [s for s in SPLITS if s in per_split]:
             rng = _rng(seed, "extra", source, split)
-            start, pool = int(rng.integers(len(families))), pools[SPLIT_GRID[split]]
-            for i in range(int(per_split[split])):
-                family = families[(start + i) % len(families)]
-                if not pool[family]:
-                    raise PipelineError(f"data.generator.extra_programs.{source}.{split}: asks for more programs "
-                                        f"than the {SPLIT_GRID[split]} grid holds for {family}")
-                size = pool[family].pop(int(rng.integers(len(pool[family]))))
-                out.append(ZooProgram(program_name(family, size), source, family, split, size))
+            out += _round_robin(key, source, split, per_split[split], families, int(rng.integers(len(families))),
+                                pools[SPLIT_GRID[split]], rng)
     return out

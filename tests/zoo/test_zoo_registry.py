@@ -161,5 +161,6 @@ def test_extra_programs_errors_name_the_key():
         extra_programs({"xla": {"training": 1}}, GRIDS, seed=0)
     one_size = {"train": {**GRIDS["train"], "batch": [2], "width": [16], "depth": [1], "dtype": ["f32"]},
                 "test": GRIDS["test"]}
-    with pytest.raises(PipelineError, match=r"^data.generator.extra_programs.xla.train: asks for more programs"):
+    with pytest.raises(PipelineError,
+                       match=r"^data.generator.extra_programs.xla.train: asks for 4 programs, more than the train"):
         extra_programs({"xla": {"train": len(EXTRA_SOURCES["xla"]) + 1}}, one_size, seed=0)
