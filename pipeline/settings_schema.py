@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from pipeline.choices import ENSEMBLE_TIE_BREAKS
-from pipeline.errors import PipelineError
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
                               LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
                               MODELS, VALID_METRICS)
+from pipeline.errors import PipelineError
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS

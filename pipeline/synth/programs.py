@@ -65,7 +65,7 @@ class ProgramSettings:
     search: SearchParams
     layout_cost: LayoutCostParams
     tile_search: TileSearch
-    extra_programs: Mapping = None   # {source: {split: count}}: programs of families outside the rotation (none: {})
+    extra_programs: Mapping | None = None   # {source: {split: count}}: families outside the rotation (none: {})
 
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from pipeline.zoo.cnn import image_data
 from pipeline.zoo.common import Family, Size, dense, dense_init, softmax_xent
 from pipeline.zoo.transformer import MLP_RATIO, layer_norm, ln_init
 
@@ -82,12 +83,6 @@ def vit_init(key, s: Size) -> dict:
                        "down": dense_init(k2, MLP_RATIO * s.width, s.width, s.jnp_dtype)})
     return {"patch": (patch / jnp.sqrt(PATCH * PATCH * IMAGE_CHANNELS)).astype(s.jnp_dtype), "blocks": blocks,
             "ln": ln_init(s.width, s.jnp_dtype), "head": dense_init(keys[-1], s.width, CLASSES, s.jnp_dtype)}
-
-
-def image_data(key, s: Size) -> tuple[jax.Array, jax.Array]:
-    kx, ky = jax.random.split(key)
-    x = jax.random.normal(kx, (s.batch, s.extent, s.extent, IMAGE_CHANNELS), jnp.float32).astype(s.jnp_dtype)
-    return x, jax.random.randint(ky, (s.batch,), 0, CLASSES)
 
 
 def vit_attention(p: dict, x: jax.Array) -> jax.Array:
