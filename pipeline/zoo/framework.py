@@ -8,7 +8,7 @@ convolution, then attention as 4-d einsums over [batch, seq, heads, head_dim]) a
 cost model other choices, so these families widen what a model trains on. They are not in the built-in presets'
 rotation (valid and test hold the core families only): `pipeline.zoo.registry.extra_programs` adds them to train.
 
-Sizes: `width` channels (model dim), `depth` blocks, `extent` the image side or sequence length.
+Sizes: `width` channels (model dim), `depth` blocks, `extent` the image side (the 1-d signal: STEPS_PER_EXTENT x it).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pipeline.zoo.common import Family, Size, dense, dense_init, softmax_xent
 from pipeline.zoo.transformer import MLP_RATIO, layer_norm, ln_init
 
 CLASSES, IMAGE_CHANNELS, PATCH, HEAD_DIM, DILATIONS = 10, 3, 4, 8, (1, 2, 4)
+STEPS_PER_EXTENT = 4          # temporal_cnn: sequence length = 4 x extent (a 1-d signal is longer than an image side)
 NCHW = ("NCHW", "OIHW", "NCHW")
 NCW = ("NCH", "OIH", "NCH")
 
@@ -114,7 +115,7 @@ def temporal_init(key, s: Size) -> dict:
 
 def sequence_data(key, s: Size) -> tuple[jax.Array, jax.Array]:
     kx, ky = jax.random.split(key)
-    x = jax.random.normal(kx, (s.batch, IMAGE_CHANNELS, 4 * s.extent), jnp.float32).astype(s.jnp_dtype)
+    x = jax.random.normal(kx, (s.batch, IMAGE_CHANNELS, STEPS_PER_EXTENT * s.extent), jnp.float32).astype(s.jnp_dtype)
     return x, jax.random.randint(ky, (s.batch,), 0, CLASSES)
 
 
