@@ -117,7 +117,6 @@ def tile_kernel(graph: HloGraph) -> TileKernel:
         return _conv_kernel(graph, by_opcode[op.CONVOLUTION], common)
     if op.DOT in by_opcode:
         return _dot_kernel(graph, by_opcode[op.DOT], common)
-    out = output
     if op.REDUCE in by_opcode or op.REDUCE_WINDOW in by_opcode:
         red = by_opcode.get(op.REDUCE) or by_opcode[op.REDUCE_WINDOW]
         source = nodes[red.operands[0]] if red.operands else red
@@ -125,6 +124,6 @@ def tile_kernel(graph: HloGraph) -> TileKernel:
             contract = prod(source.shape[d] for d in red.dimensions if d < len(source.shape))
         else:
             contract = prod(red.window.size) if red.window else 1
-        shaped = red if red.dtype != "tuple" else out
+        shaped = red if red.dtype != "tuple" else output
         return TileKernel("reduce", fold_shape(shaped.shape), _itemsize(shaped), max(1, int(contract)), **common)
-    return TileKernel("elementwise", fold_shape(out.shape), _itemsize(out), **common)
+    return TileKernel("elementwise", fold_shape(output.shape), _itemsize(output), **common)

@@ -116,9 +116,10 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
             fields["dimensions"] = (at.integer(a["iota_dimension"]),)
         if "window" in a:
             fields["window"] = at.window(a["window"])
-        if inst.opcode in ("convolution", "dot") and len(operands) < 2:
-            raise ValueError(f"two operands (lhs, rhs) on a {inst.opcode}, found {len(operands)}")
-        ranks = [len(o.shape.dims) for o in operands]
+        if inst.opcode in ("convolution", "dot"):
+            if len(operands) < 2:
+                raise ValueError(f"two operands (lhs, rhs) on a {inst.opcode}, found {len(operands)}")
+            ranks = [len(o.shape.dims) for o in operands[:2]]
         if inst.opcode == "convolution":
             if "dim_labels" not in a:
                 raise ValueError("dim_labels= on a convolution")

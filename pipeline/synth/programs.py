@@ -15,7 +15,7 @@ program) as in `pipeline.templates.dataset`, so a seed gives a byte-identical da
 from __future__ import annotations
 
 from math import prod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -65,11 +65,16 @@ class ProgramSettings:
     search: SearchParams
     layout_cost: LayoutCostParams
     tile_search: TileSearch
-    extra_programs: Mapping | None = None   # {source: {split: count}}: families outside the rotation (none: {})
+    extra_programs: Mapping = field(default_factory=dict)   # {source: {split: count}}: families outside the rotation
 
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:
     return layout_program(parse_module(lowered_text(program.spec, program.size), f"{program.name} (lowered)"))
+
+
+def layout_programs(s: ProgramSettings) -> list[ZooProgram]:
+    """The programs whose layout graphs the dataset holds: the core draw, then the extra programs."""
+    return programs(s.programs, s.sizes, s.seed) + extra_programs(s.extra_programs, s.sizes, s.seed)
 
 
 def tiled_programs(s: ProgramSettings) -> list[ZooProgram]:
@@ -197,7 +202,7 @@ def build(s: ProgramSettings, collections: list[str], out_dir: str | Path, progr
     out = Path(out_dir)
     with atomic_path(out) as tmp:          # replaces out_dir when complete
         parsed = [Collection.parse(c) for c in collections]
-        laid_out = programs(s.programs, s.sizes, s.seed) + extra_programs(s.extra_programs or {}, s.sizes, s.seed)
+        laid_out = layout_programs(s)
         tiled = tiled_programs(s)
         listed = laid_out + [p for p in tiled if p not in laid_out]      # tile-only programs last
         stats = {c.slug: {split: stats_row(0, 0, 0) | {"graphs": 0} for split in SPLITS} for c in parsed}

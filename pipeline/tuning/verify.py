@@ -70,11 +70,9 @@ def builtin_test_programs(cfg: DictConfig) -> list:
     if generator is None or generator.get("builder") != PROGRAMS_BUILDER:
         return []
     from pipeline.settings.programs import program_settings
-    from pipeline.zoo.registry import extra_programs, programs
+    from pipeline.synth.programs import layout_programs
 
-    s = program_settings(generator, cfg.synthesize)
-    drawn = programs(s.programs, s.sizes, s.seed) + extra_programs(s.extra_programs or {}, s.sizes, s.seed)
-    return [p for p in drawn if p.split == "test"]
+    return [p for p in layout_programs(program_settings(generator, cfg.synthesize)) if p.split == "test"]
 
 
 def builtin_program(zoo_program, params: LayoutCostParams) -> Program:

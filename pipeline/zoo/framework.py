@@ -41,21 +41,31 @@ def nchw_data(key, s: Size) -> tuple[jax.Array, jax.Array]:
     return x, jax.random.randint(ky, (s.batch,), 0, CLASSES)
 
 
-# -- nchw_cnn: a PyTorch-style ResNet: NCHW / OIHW, each block 3x3 -> 3x3 (+ a strided 1x1 shortcut when it
-# downsamples: every second block halves the resolution with stride 2 instead of pooling)
+# -- nchw_cnn: a PyTorch-style ResNet: NCHW / OIHW, each block 3x3 -> 3x3; every second block halves the resolution
+# with stride 2 instead of pooling (while the side exceeds 2), its shortcut a strided 1x1 convolution
+def nchw_strides(s: Size) -> list[int]:
+    """Each block's stride: 2 on every second block while the image side it receives exceeds 2, else 1."""
+    strides, side = [], s.extent
+    for i in range(s.depth):
+        strides.append(2 if i % 2 == 1 and side > 2 else 1)
+        side = -(-side // strides[-1])                                   # "SAME" padding: ceil(side / stride)
+    return strides
+
+
 def nchw_init(key, s: Size) -> dict:
     keys = jax.random.split(key, 3 * s.depth + 2)
     blocks = [{"a": oihw_init(keys[3 * i], 3, s.width, s.width, s.jnp_dtype),
                "b": oihw_init(keys[3 * i + 1], 3, s.width, s.width, s.jnp_dtype),
-               "short": oihw_init(keys[3 * i + 2], 1, s.width, s.width, s.jnp_dtype)} for i in range(s.depth)]
+               **({"short": oihw_init(keys[3 * i + 2], 1, s.width, s.width, s.jnp_dtype)} if stride > 1 else {})}
+              for i, stride in enumerate(nchw_strides(s))]
     return {"stem": oihw_init(keys[-2], 3, IMAGE_CHANNELS, s.width, s.jnp_dtype), "blocks": blocks,
             "head": dense_init(keys[-1], s.width, CLASSES, s.jnp_dtype)}
 
 
 def nchw_loss(params, x, labels):
     h = jax.nn.relu(conv_nchw(x, params["stem"]))                        # [batch, width, side, side]
-    for i, b in enumerate(params["blocks"]):
-        stride = 2 if i % 2 == 1 and h.shape[2] > 2 else 1
+    for b in params["blocks"]:
+        stride = 2 if "short" in b else 1                                # nchw_strides decided it
         inner = conv_nchw(jax.nn.relu(conv_nchw(h, b["a"], stride)), b["b"])
         h = jax.nn.relu(inner + (conv_nchw(h, b["short"], stride) if stride > 1 else h))
     return softmax_xent(dense(params["head"], jnp.mean(h, axis=(2, 3))), labels)
