@@ -101,10 +101,6 @@ class HloNode:
     def rank(self) -> int:
         return len(self.shape)
 
-    @property
-    def nbytes(self) -> int:
-        return prod(self.shape) * ITEMSIZE[self.dtype]
-
 
 @dataclass
 class HloGraph:

@@ -21,10 +21,12 @@ from functools import cached_property
 from pipeline.errors import PipelineError
 
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
-ELEMENT_TYPES = frozenset({"pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4", "u8", "u16", "u32", "u64",
-                           "f16", "f32", "f64", "bf16", "c64", "c128", "token", "opaque", "f4e2m1fn", "f8e3m4",
-                           "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz",
-                           "f8e8m0fnu"})
+# Integer and float types of any width (s1, u1, f6e2m3fn, ... and those XLA adds later) match the families' pattern.
+ELEMENT_TYPES = frozenset({"pred", "s1", "s2", "s4", "s8", "s16", "s32", "s64", "u1", "u2", "u4", "u8", "u16", "u32",
+                           "u64", "f16", "f32", "f64", "bf16", "c64", "c128", "token", "opaque", "f4e2m1fn", "f6e2m3fn",
+                           "f6e3m2fn", "f8e3m4", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2",
+                           "f8e5m2fnuz", "f8e8m0fnu"})
+_ELEMENT_FAMILY = re.compile(r"[su]\d{1,2}|f\d{1,2}e\d{1,2}m\d{1,2}[a-z]*")
 METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # First lines of the texts passed by mistake for HLO text, and what they are.
 NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)"), "StableHLO/MLIR text"),
@@ -38,10 +40,11 @@ _STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
-_HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(.*)\{$")
+_HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
 _COMMENT = re.compile(r"/\*.*?\*/")
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRING_END = re.compile(r'(?:[^"\\]|\\.)*"')                  # the rest of a string opened on an earlier line
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
 
@@ -115,6 +118,11 @@ class HloModule:
         return frozenset(c.name for c in self.computations)
 
 
+def is_element_type(name: str) -> bool:
+    """True for an HLO element type name (`f32`, `s4`, `f8e4m3fn`, ...; not `tuple`)."""
+    return name in ELEMENT_TYPES or _ELEMENT_FAMILY.fullmatch(name) is not None
+
+
 def _tokens(text: str):
     """Yield (index, char, bracket depth after it) for each bracket and comma outside string literals."""
     depth = 0
@@ -126,12 +134,17 @@ def _tokens(text: str):
         yield m.start(), ch, depth
 
 
-def _is_open(text: str) -> bool:
-    """True while a bracket or a string of `text` is still open."""
+def _open_count(text: str, in_string: bool) -> tuple[int, bool]:
+    """Brackets opened minus closed in `text` outside string literals, and whether a string is still open after
+    it; `in_string`: `text` starts inside a string that an earlier line opened."""
+    if in_string:
+        m = _STRING_END.match(text)
+        if m is None:
+            return 0, True
+        text = text[m.end():]
     bare = _STRING.sub("", text) if '"' in text else text
-    if '"' in bare:                                  # a string that never closes
-        return True
-    return sum(bare.count(c) for c in OPEN) > sum(bare.count(c) for c in CLOSE)
+    head, quote, _ = bare.partition('"')                    # a quote left over opens a string that does not close
+    return sum(head.count(c) for c in OPEN) - sum(head.count(c) for c in CLOSE), bool(quote)
 
 
 def split_top(text: str) -> list[str]:
@@ -187,7 +200,7 @@ class _Reader:
             elements = tuple(self.shape(p, 0, line)[0] for p in parts)
             return Shape("tuple", tuple_shapes=elements), end + 1
         m = _ARRAY.match(text, pos)
-        if not m or m.group(1) not in ELEMENT_TYPES:
+        if not m or not is_element_type(m.group(1)):
             raise self.fail(line, "a shape such as f32[8,16]{1,0} or a tuple (...)", text[pos:pos + 40])
         dims = []
         for d in split_top(m.group(2)):
@@ -267,14 +280,17 @@ class _Reader:
             if raw == "}":
                 self.pos = i
                 return
-            first, text = i, raw
-            while _is_open(text) or text.endswith(","):
+            first, parts = i, [raw]
+            depth, in_string = _open_count(raw, False)        # line by line: linear in the statement's length
+            while depth > 0 or in_string or parts[-1].endswith(","):
                 i += 1
                 following = self.lines[i - 1].strip() if i <= len(self.lines) else None
                 if following is None or following == "}" or _STARTS_INSTRUCTION.match(following):
                     raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
-                text += " " + following
-            yield first, _strip_comments(text)
+                opened, in_string = _open_count(following, in_string)
+                depth += opened
+                parts.append(following)
+            yield first, _strip_comments(" ".join(parts))
 
     def module(self) -> HloModule:
         numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines)     # `//` comments, as XLA's lexer
@@ -288,7 +304,7 @@ class _Reader:
         if len(header) < 2:
             raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
         for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[?]{0})->...}
-            if array.group(1) in ELEMENT_TYPES and any(d.strip() == "?" for d in array.group(2).split(",")):
+            if is_element_type(array.group(1)) and any(d.strip() == "?" for d in array.group(2).split(",")):
                 raise self.fail(numbered[0][0], UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
         computations, self.pos, in_block = [], numbered[0][0], False

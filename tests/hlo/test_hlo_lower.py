@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 
 import numpy as np
 import pytest
 
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.featurize import layout_program, parse_module
-from pipeline.hlo.node_features import with_layouts
+from pipeline.hlo.node_features import node_row, with_layouts
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 from pipeline.hlo.text import HloParseError
 
 # The style `jax.jit(f).lower(...).as_text(dialect="hlo")` prints: bare names, no signatures.
@@ -308,6 +310,46 @@ def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line
     the shape's dimensions were accepted (one computation or root silently ignored); XLA's parser refuses them."""
     with pytest.raises(HloParseError, match=rf"^prog.hlo.txt:{line}: expected {re.escape(expected)}$"):
         parse_module(text, "prog.hlo.txt")
+
+
+def test_a_damaged_computation_header_is_refused_not_read_as_another_name():
+    """`EN\x00TRY main {` read as a computation named EN (the rest taken for its signature), so the module had no
+    ENTRY; a header's text after the name is a signature opening with '(' or nothing."""
+    with pytest.raises(HloParseError, match=r"^prog.hlo.txt:9: expected a computation header .*, found "
+                                            r"'EN\\x00TRY main \{'$"):
+        parse_module(LOWERED.replace("ENTRY main {", "EN\x00TRY main {"), "prog.hlo.txt")
+    signed = LOWERED.replace("ENTRY main {", "ENTRY %main.9 (x: f32[2,4], w: f32[4,3]) -> f32[2] {")
+    assert parse_module(signed).entry.name == "main.9"
+
+
+@pytest.mark.parametrize("dtype", ["s1", "u1", "s4", "u2", "f6e2m3fn", "f8e4m3fn", "f4e2m1fn", "f8e5m3fnu"])
+def test_narrow_element_types_parse_and_get_no_one_hot_as_in_the_official_features(dtype):
+    """XLA's 1- to 6-bit integer and float types (and float formats it adds later, by their family's pattern)
+    were refused as 'expected a shape'; the node keeps its shape with an all-zero element-type one-hot."""
+    text = LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)", f"m = {dtype}[2,3]{{1,0}} convert(d)")
+    graph = layout_program(parse_module(text, "prog.hlo.txt")).graph
+    node = graph.nodes[names(graph).index("m")]
+    assert node.dtype == dtype and node.shape == (2, 3)
+    one_hot = [k for k, name in enumerate(NODE_FEAT_NAMES) if name.startswith("shape_element_type_is_")]
+    assert len(one_hot) == 19 and not node_row(node)[one_hot[0]:one_hot[-1] + 1].count(1.0)
+    assert node_row(graph.nodes[names(graph).index("d")])[one_hot[0]:one_hot[-1] + 1].count(1.0) == 1   # f32
+    with pytest.raises(HloParseError, match="expected a shape"):
+        parse_module(LOWERED.replace("m = f32[2,3]", "m = x4[2,3]"), "prog.hlo.txt")
+
+
+def test_a_statement_over_many_lines_is_read_in_linear_time():
+    """Joining a statement's lines re-scanned the whole statement at every line (16000 lines: 17.5 s); now each
+    line is scanned once, carrying the bracket depth and an open string across lines."""
+    n = 20000
+    shapes, operands = ",\n".join(["f32[4]{0}"] * n), ",\n".join(["p"] * n)
+    text = f"HloModule m\nENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT t = ({shapes}) tuple({operands})\n}}\n"
+    start = time.process_time()
+    module = parse_module(text, "long.hlo.txt")
+    assert len(module.entry.root.operands) == n and time.process_time() - start < 10    # was minutes at this n
+    split = 'x = f32[2]{0} custom-call(p), custom_call_target="a(b\n[c", backend_config="{\n}"'
+    body = f"HloModule s\nENTRY main {{\n  p = f32[2]{{0}} parameter(0)\n  ROOT {split}\n}}\n"
+    root = parse_module(body, "s.hlo.txt").entry.root
+    assert root.attrs["custom_call_target"] == '"a(b [c"' and root.attrs["backend_config"] == '"{ }"'
 
 
 @pytest.mark.parametrize("text, kind", [
