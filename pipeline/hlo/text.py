@@ -2,9 +2,11 @@
 
 Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names, `ENTRY main.8 {`), what
 `.compile().as_text()` and `XLA_FLAGS=--xla_dump_to=DIR` dumps print (`%` names, signatures, layouts with tiles
-`{1,0:T(8,128)}`, operands with or without their shapes, `/*index=5*/` comments, metadata, backend configs, and
-the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are skipped), with `//` comment
-lines anywhere a statement or the module may start.
+`{1,0:T(8,128)}`, operands with or without their shapes, metadata, backend configs (also over lines, a `}` alone
+on a line closing a brace), and the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are
+skipped), with `//` comment lines anywhere a statement or the module may start and `/* ... */` comments anywhere
+(`/*index=5*/`, a note before the module), as XLA's lexer skips them. Element types: XLA's (`s1` ... `f8e8m0fnu`)
+and later widths of its integer and float families.
 
 Refused as XLA's parser refuses them: two computations of one name, two ENTRY computations, two ROOTs in one
 computation, a layout that does not list each dimension of its shape once.
@@ -41,9 +43,9 @@ _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
-_COMMENT = re.compile(r"/\*.*?\*/")
+_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)   # strings, // lines kept
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*(")?|[()\[\]{}]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"')                  # the rest of a string opened on an earlier line
 _SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
 
@@ -134,17 +136,24 @@ def _tokens(text: str):
         yield m.start(), ch, depth
 
 
-def _open_count(text: str, in_string: bool) -> tuple[int, bool]:
-    """Brackets opened minus closed in `text` outside string literals, and whether a string is still open after
-    it; `in_string`: `text` starts inside a string that an earlier line opened."""
+def _scan_brackets(text: str, stack: list[str], in_string: bool) -> bool:
+    """Push the brackets `text` opens onto `stack` and pop those it closes (outside string literals); returns
+    whether a string is still open after it. `in_string`: `text` starts inside a string an earlier line opened."""
     if in_string:
         m = _STRING_END.match(text)
         if m is None:
-            return 0, True
+            return True
         text = text[m.end():]
-    bare = _STRING.sub("", text) if '"' in text else text
-    head, quote, _ = bare.partition('"')                    # a quote left over opens a string that does not close
-    return sum(head.count(c) for c in OPEN) - sum(head.count(c) for c in CLOSE), bool(quote)
+    for m in _BRACKET_OR_STRING.finditer(text):
+        token = m.group()
+        if token[0] == '"':
+            if m.group(1) is None:                          # a string that does not close on this line
+                return True
+        elif token in OPEN:
+            stack.append(token)
+        elif stack:                                         # a close beyond the opens is the parser's to refuse
+            stack.pop()
+    return False
 
 
 def split_top(text: str) -> list[str]:
@@ -172,18 +181,21 @@ def _pieces(text: str, cuts: list[int]) -> list[str]:
 
 
 def _strip_comments(text: str) -> str:
-    """Remove /*...*/ comments outside strings (XLA writes /*index=5*/ in long operand and tuple lists)."""
+    """Remove /*...*/ comments outside strings, as XLA's lexer skips them (XLA writes /*index=5*/ in long operand and
+    tuple lists; a dump may open with a /* ... */ note): a comment over lines leaves its line breaks, so every line
+    keeps its number."""
     if "/*" not in text:
         return text
-    pieces = re.split(f"({_STRING.pattern})", text)
-    return "".join(p if k % 2 else _COMMENT.sub("", p) for k, p in enumerate(pieces))
+    return _COMMENT_OR_STRING.sub(lambda m: "\n" * m.group().count("\n") if m.group().startswith("/*") else m.group(),
+                                  text)
 
 
 class _Reader:
     """Parses one module text; `fail` raises HloParseError at a line."""
 
     def __init__(self, text: str, source: str):
-        self.lines, self.source = text.removeprefix("\ufeff").splitlines(), source   # a UTF-8 BOM is no text
+        self.lines = _strip_comments(text.removeprefix("\ufeff")).splitlines()         # a UTF-8 BOM is no text
+        self.source = source
 
     def fail(self, line: int, expected: str, found: str | None = None) -> HloParseError:
         return HloParseError(self.source, line, expected, found)
@@ -280,17 +292,18 @@ class _Reader:
             if raw == "}":
                 self.pos = i
                 return
-            first, parts = i, [raw]
-            depth, in_string = _open_count(raw, False)        # line by line: linear in the statement's length
-            while depth > 0 or in_string or parts[-1].endswith(","):
+            first, parts, stack = i, [raw], []
+            in_string = _scan_brackets(raw, stack, False)       # line by line: linear in the statement's length
+            while stack or in_string or parts[-1].endswith(","):
                 i += 1
                 following = self.lines[i - 1].strip() if i <= len(self.lines) else None
-                if following is None or following == "}" or _STARTS_INSTRUCTION.match(following):
+                closes_a_brace = following == "}" and stack[-1:] == ["{"]     # a backend_config={ ... } over lines
+                if following is None or (following == "}" and not closes_a_brace) \
+                        or _STARTS_INSTRUCTION.match(following):
                     raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
-                opened, in_string = _open_count(following, in_string)
-                depth += opened
+                in_string = _scan_brackets(following, stack, in_string)
                 parts.append(following)
-            yield first, _strip_comments(" ".join(parts))
+            yield first, " ".join(parts)
 
     def module(self) -> HloModule:
         numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines)     # `//` comments, as XLA's lexer

@@ -312,6 +312,32 @@ def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line
         parse_module(text, "prog.hlo.txt")
 
 
+def test_block_comments_are_skipped_anywhere_and_keep_the_line_numbers():
+    """XLA's lexer skips /* ... */ anywhere: a dump opening with a note (`/* Filename is kept stale ... */`, XLA's
+    own benchmark files) was refused as 'expected HloModule'; a note over lines keeps later lines' numbers, and a
+    `//` line or a string holding `/*` opens no comment."""
+    noted = "/* kept for\n   benchmark tracking */\n" + LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)",
+                                                                     "m = f32[2,3]{1,0} /* sq */ multiply(d, /* again */ d)")
+    assert parse_module(noted, "n.hlo.txt") == parse_module("\n\n" + LOWERED, "n.hlo.txt")
+    with pytest.raises(HloParseError, match=r"^n.hlo.txt:15: expected an opcode"):     # line 13 + the note's 2
+        parse_module(noted.replace("multiply(d, /* again */ d)", "/* no opcode */"), "n.hlo.txt")
+    quoted = LOWERED.replace("  zero = f32[] constant(0)", '  // see /* here\n  zero = f32[] constant(0), '
+                                                           'metadata={op_name="a/*b"}')
+    assert parse_module(quoted).entry.instructions[-2].attrs["metadata"] == '{op_name="a/*b"}'
+
+
+def test_a_backend_config_over_lines_may_close_its_braces_on_lines_of_their_own():
+    """XLA's GPU tests print `backend_config={` then one key per line and `}` alone on a line: the lone `}` was read
+    as the computation's end ('a complete instruction ... never closed'); it closes the brace, while a `}` that
+    meets an unclosed '(' still ends the computation and the instruction is refused."""
+    split = 'dot(x, w),\n    lhs_contracting_dims={1}, backend_config={\n      cfg:{\n        sizes:[16]\n      }\n    }'
+    text = LOWERED.replace("dot(x, w), lhs_contracting_dims={1}", split)
+    d = parse_module(text, "b.hlo.txt").entry.instructions[2]
+    assert d.name == "d" and d.attrs["backend_config"] == "{ cfg:{ sizes:[16] } }" and d.attrs["rhs_contracting_dims"]
+    with pytest.raises(HloParseError, match=r"^b.hlo.txt:12: expected a complete instruction"):
+        parse_module(text.replace("sizes:[16]", "sizes:(16"), "b.hlo.txt")
+
+
 def test_a_damaged_computation_header_is_refused_not_read_as_another_name():
     """`EN\x00TRY main {` read as a computation named EN (the rest taken for its signature), so the module had no
     ENTRY; a header's text after the name is a signature opening with '(' or nothing."""
