@@ -132,6 +132,32 @@ def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
 
 
 @pytest.mark.slow
+def test_the_search_is_seeded_by_the_program_not_its_file_name(repo, tmp_path, jax_hlo, monkeypatch):
+    """The same HLO text under two file names got two random streams (the seed hashed the name) and, at the default
+    budget, could get two different picks; the stream is now the program's text's, another text gets another."""
+    from pipeline.tuning import tool
+
+    dest, _ = repo
+    monkeypatch.chdir(dest)
+    cfg = compose([], conf_dir=dest / "conf")
+    drawn = []
+
+    def first_draws(space, scorer, search, budget, rng, *args):
+        drawn.append(rng.integers(0, 2 ** 62, size=4).tolist())
+        raise KeyboardInterrupt                                   # the draws are all this test needs
+
+    monkeypatch.setattr(tool, "guarded_pick", first_draws)
+    texts = {"a/mine": jax_hlo["lowered"], "b/yours": jax_hlo["lowered"], "c/mine": jax_hlo["lowered"] + "\n// v2\n"}
+    for stem, text in texts.items():
+        path = tmp_path / f"{stem}.hlo.txt"
+        path.parent.mkdir()
+        path.write_text(text)
+        with pytest.raises(KeyboardInterrupt):
+            tool.autotune(cfg, tool.Request(path, None, "lgbm", 10, None, tmp_path / "out"))
+    assert drawn[0] == drawn[1] and drawn[2] != drawn[0]
+
+
+@pytest.mark.slow
 def test_bad_input_is_one_line(repo, tmp_path, jax_hlo):
     dest, env = repo
     plain = tmp_path / "plain.hlo.txt"

@@ -8,6 +8,7 @@ models found) before the search starts; errors are one line naming the file or k
 """
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +80,9 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
                                     "autotune.collection")
     folder = output_dir(cfg, request.out)
     name = program_stem(request.program)
-    program = read_program(name, read_text(request.program), str(request.program),
-                           read_text(request.optimized) if request.optimized else None, str(request.optimized))
+    text, optimized = read_text(request.program), read_text(request.optimized) if request.optimized else None
+    program = read_program(name, text, str(request.program), optimized, str(request.optimized))
+    key = hashlib.sha256((text + "\0" + (optimized or "")).encode()).hexdigest()   # the program, not its file name
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
     guide = load_guide(cfg, model, collection)
     space = space.only_kinds(guide.rule.measured_blocks)    # the blocks of kinds the valid split changed
@@ -91,14 +93,14 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
         tile_guide = load_guide(cfg, model, tile_collection)
     with tempfile.TemporaryDirectory(prefix="autotune-") as work:
         scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
-        found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", name), guide.rule,
+        found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), guide.rule,
                              s.guard.chain, s.guard.step_budget)
         pick, score, kept, result = found.candidate, found.score, found.kept, found.search
         tiles = []
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
-                               s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", name))
+                               s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", key))
         top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch, guide.rule.calibrated)
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
