@@ -4,8 +4,8 @@ Accepted: what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints (bare names
 `.compile().as_text()` and `XLA_FLAGS=--xla_dump_to=DIR` dumps print (`%` names, signatures, layouts with tiles
 `{1,0:T(8,128)}`, operands with or without their shapes, metadata, backend configs (also over lines, a `}` alone
 on a line closing a brace), and the `FileNames` / `FunctionNames` / `FileLocations` / `StackFrames` blocks, which are
-skipped), with `//` comment lines anywhere a statement or the module may start and `/* ... */` comments anywhere
-(`/*index=5*/`, a note before the module), as XLA's lexer skips them. Element types: XLA's (`s1` ... `f8e8m0fnu`)
+skipped), with `// ...` comments to the end of any line and `/* ... */` comments anywhere (`/*index=5*/`, a note
+before the module), as XLA's lexer skips them. Element types: XLA's (`s1` ... `f8e8m0fnu`)
 and later widths of its integer and float families.
 
 Refused as XLA's parser refuses them: two computations of one name, two ENTRY computations, two ROOTs in one
@@ -43,7 +43,7 @@ _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
-_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)   # strings, // lines kept
+_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)   # strings kept
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*(")?|[()\[\]{}]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"')                  # the rest of a string opened on an earlier line
@@ -181,13 +181,12 @@ def _pieces(text: str, cuts: list[int]) -> list[str]:
 
 
 def _strip_comments(text: str) -> str:
-    """Remove /*...*/ comments outside strings, as XLA's lexer skips them (XLA writes /*index=5*/ in long operand and
-    tuple lists; a dump may open with a /* ... */ note): a comment over lines leaves its line breaks, so every line
-    keeps its number."""
-    if "/*" not in text:
+    """Remove `/* ... */` and `// ...` (to the line's end) comments outside strings, as XLA's lexer skips them (XLA
+    writes /*index=5*/ in long operand and tuple lists; a dump may open with a /* ... */ note or a `// RUN:` line, or
+    end an instruction with `// why`): a comment over lines leaves its line breaks, so every line keeps its number."""
+    if "/*" not in text and "//" not in text:
         return text
-    return _COMMENT_OR_STRING.sub(lambda m: "\n" * m.group().count("\n") if m.group().startswith("/*") else m.group(),
-                                  text)
+    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "\n" * m.group().count("\n"), text)
 
 
 class _Reader:

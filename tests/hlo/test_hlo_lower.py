@@ -312,18 +312,19 @@ def test_what_xla_refuses_in_a_module_is_refused_not_silently_dropped(text, line
         parse_module(text, "prog.hlo.txt")
 
 
-def test_block_comments_are_skipped_anywhere_and_keep_the_line_numbers():
-    """XLA's lexer skips /* ... */ anywhere: a dump opening with a note (`/* Filename is kept stale ... */`, XLA's
-    own benchmark files) was refused as 'expected HloModule'; a note over lines keeps later lines' numbers, and a
-    `//` line or a string holding `/*` opens no comment."""
+def test_comments_are_skipped_anywhere_and_keep_the_line_numbers():
+    """XLA's lexer skips /* ... */ anywhere and // to the end of a line: a dump opening with a note (`/* Filename is
+    kept stale ... */`, XLA's own benchmark files) was refused as 'expected HloModule', an instruction ending with
+    `// why` as a bad attribute; a note over lines keeps later lines' numbers, and a `//` line or a string holding
+    `/*` or `//` opens no comment."""
     noted = "/* kept for\n   benchmark tracking */\n" + LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)",
                                                                      "m = f32[2,3]{1,0} /* sq */ multiply(d, /* again */ d)")
     assert parse_module(noted, "n.hlo.txt") == parse_module("\n\n" + LOWERED, "n.hlo.txt")
     with pytest.raises(HloParseError, match=r"^n.hlo.txt:15: expected an opcode"):     # line 13 + the note's 2
         parse_module(noted.replace("multiply(d, /* again */ d)", "/* no opcode */"), "n.hlo.txt")
     quoted = LOWERED.replace("  zero = f32[] constant(0)", '  // see /* here\n  zero = f32[] constant(0), '
-                                                           'metadata={op_name="a/*b"}')
-    assert parse_module(quoted).entry.instructions[-2].attrs["metadata"] == '{op_name="a/*b"}'
+                                                           'metadata={op_name="a/*b//c"}  // why: the init')
+    assert parse_module(quoted).entry.instructions[-2].attrs == {"metadata": '{op_name="a/*b//c"}'}
 
 
 def test_a_backend_config_over_lines_may_close_its_braces_on_lines_of_their_own():
