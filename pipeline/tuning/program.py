@@ -44,14 +44,26 @@ def read_text(path: Path) -> str:
 def read_program(name: str, text: str, source: str, optimized: str | None = None,
                  optimized_source: str = "") -> Program:
     """Parse the texts (HloParseError names the line); tiles come from the optimised text when given. A scheduled
-    module (the compiler's output) given as the unoptimised text is searched as given, with a warning on stderr."""
+    module (the compiler's output) given as the unoptimised text is searched as given, with a warning on stderr; so
+    are an optimised text of another module name and one with no fused kernel."""
     module = parse_module(text, source)
     if module.scheduled:
         print(f"warning: {source}: a scheduled (optimised) module where the unoptimised text is expected: its "
               f"layouts are the compiler's own choices; give PROGRAM.hlo.txt (before optimisation) first",
               file=sys.stderr)
     layout = layout_program(module)
-    tiles = tuple(tile_programs(parse_module(optimized, optimized_source))) if optimized is not None else ()
+    tiles: tuple[TileProgram, ...] = ()
+    if optimized is not None:
+        compiled = parse_module(optimized, optimized_source)
+        if compiled.name != module.name:                 # XLA keeps the module's name through its passes
+            print(f"warning: {optimized_source}: module {compiled.name!r}, not {module.name!r} as in {source}: the "
+                  f"tiles are searched for that module's kernels; give the optimised text of the same program",
+                  file=sys.stderr)
+        tiles = tuple(tile_programs(compiled))
+        if not tiles:
+            print(f"warning: {optimized_source}: no fused kernels (fusion instructions), so no tiles to search; give "
+                  f"the optimised text (`.compile().as_text()` or an XLA dump's *after_optimizations.txt)",
+                  file=sys.stderr)
     return Program(name, layout, layout.node_feat, tiles)
 
 

@@ -19,3 +19,37 @@ def test_a_scheduled_module_given_as_the_unoptimised_text_is_searched_with_a_war
         "warning: tiny_opt.hlo.txt: a scheduled (optimised) module where the unoptimised text is expected: its layouts "
         "are the compiler's own choices; give PROGRAM.hlo.txt (before optimisation) first"]
     assert swapped.node_feat.tolist() == plain.node_feat.tolist()        # searched as given
+
+
+COMPILED = """HloModule tiny, is_scheduled=true, entry_computation_layout={(f32[8,16]{1,0}, f32[16,32]{1,0})->f32[4,64]{1,0}}
+
+%fused_dot (p0: f32[8,16], p1: f32[16,32]) -> f32[8,32] {
+  %p0 = f32[8,16]{1,0} parameter(0)
+  %p1 = f32[16,32]{1,0} parameter(1)
+  %d = f32[8,32]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = f32[8,32]{1,0} tanh(%d)
+}
+
+ENTRY %main.5 (Arg_0.1: f32[8,16], Arg_1.2: f32[16,32]) -> f32[4,64] {
+  %Arg_0.1 = f32[8,16]{1,0} parameter(0)
+  %Arg_1.2 = f32[16,32]{1,0} parameter(1)
+  %fusion = f32[8,32]{1,0} fusion(%Arg_0.1, %Arg_1.2), kind=kOutput, calls=%fused_dot
+  ROOT %bitcast = f32[4,64]{1,0} bitcast(%fusion)
+}
+"""
+
+
+def test_an_optimised_text_of_another_module_or_without_kernels_is_read_with_a_warning(capsys):
+    """The optimised text gives the tiles: one of another module (XLA keeps the name through its passes) or one with
+    no fusion (the unoptimised text twice) was read silently, tiles of the wrong program or none; now each says so."""
+    program = read_program("tiny", DOT_RESHAPE, "tiny.hlo.txt", COMPILED, "tiny_opt.hlo.txt")
+    assert capsys.readouterr().err == "" and [t.name for t in program.tiles] == ["tiny.fusion"]
+    other = read_program("tiny", DOT_RESHAPE, "tiny.hlo.txt", COMPILED.replace("HloModule tiny,", "HloModule big,"),
+                         "big_opt.hlo.txt")
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: big_opt.hlo.txt: module 'big', not 'tiny' as in tiny.hlo.txt: the tiles are searched for that "
+        "module's kernels; give the optimised text of the same program"] and len(other.tiles) == 1
+    twice = read_program("tiny", DOT_RESHAPE, "tiny.hlo.txt", DOT_RESHAPE, "tiny.hlo.txt")
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: tiny.hlo.txt: no fused kernels (fusion instructions), so no tiles to search; give the optimised text "
+        "(`.compile().as_text()` or an XLA dump's *after_optimizations.txt)"] and twice.tiles == ()
