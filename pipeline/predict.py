@@ -13,7 +13,7 @@ from `--collection`. A graph of another kind than the model's (a tile file for a
 one line. The CSV goes to `--out`, or `<predict.run_dir>/<model>-<slug or mixed>-<time>.csv`; a path inside a
 folder the DVC stages write is refused.
 
-A single `*.hlo` or `*.txt` file whose first line starts with `HloModule` is read as HLO module text
+A single `*.hlo` or `*.txt` file whose first line (after comments) starts with `HloModule` is HLO module text
 (`.compile().as_text()`, an XLA dump): it is featurised first (`pipeline.featurizer`, settings `featurize`) into the
 collections of `featurize.collections`, and each graph is ranked with its own collection's model. Any other file,
 `--top` below 1, an unknown `--collection`, a truncated model.txt and ensemble weights recorded on other data are
@@ -34,6 +34,7 @@ from omegaconf import DictConfig
 from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
 from pipeline.errors import run_main
 from pipeline.files import write_csv
+from pipeline.hlo.text import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
@@ -41,6 +42,7 @@ from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
 HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
 HLO_FIRST_WORD = "HloModule"
+HLO_SNIFF_BYTES = 1 << 16           # read to find that first word, past `//` and `/* ... */` notes
 
 
 def file_kind(path: Path) -> str:
@@ -108,17 +110,17 @@ def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: s
 
 def is_hlo_text(path: Path) -> bool:
     """A single file named `*.hlo` or `*.txt` (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...) whose first
-    non-blank line starts with `HloModule`; any other file that is not an `.npz` is refused (PredictError)."""
+    line that is neither blank nor comment starts with `HloModule`; any other file that is not an `.npz` is refused (PredictError)."""
     if not path.is_file() or path.suffix == GRAPH_SUFFIX:
         return False
     if path.suffix not in HLO_SUFFIXES:
         raise PredictError(f"{path}: expected an {GRAPH_SUFFIX} graph file, a folder of them, or HLO module text "
                            f"(a {' or '.join(HLO_SUFFIXES)} file)")
     with open(path, "rb") as f:
-        first = next((line.strip() for line in f if line.strip()), b"")
-    if not first.startswith(HLO_FIRST_WORD.encode()):
-        raise PredictError(f"{path}: expected HLO module text, whose first line starts with '{HLO_FIRST_WORD}'; "
-                           f"found {first[:60].decode('utf-8', 'replace')!r}")
+        first = first_statement(f.read(HLO_SNIFF_BYTES).decode("utf-8", "replace"))
+    if not first.startswith(HLO_FIRST_WORD):
+        raise PredictError(f"{path}: expected HLO module text, whose first line (after comments) starts with "
+                           f"'{HLO_FIRST_WORD}'; found {first[:60]!r}")
     return True
 
 

@@ -16,6 +16,7 @@ from pipeline.config import compose, data_fingerprint
 from pipeline.prune import prune_collection
 from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection
+from pipeline.trained import PredictError
 
 SLUG = "layout-xla-random"
 
@@ -76,8 +77,8 @@ def test_a_truncated_lightgbm_model_is_named(setup, tmp_path):
 
 
 @pytest.mark.parametrize("name, content, words", [
-    ("notes.txt", "remember the milk\n", "expected HLO module text, whose first line starts with 'HloModule'; "
-                                         "found 'remember the milk'"),
+    ("notes.txt", "remember the milk\n", "expected HLO module text, whose first line (after comments) starts with "
+                                         "'HloModule'; found 'remember the milk'"),
     ("notes.md", "HloModule m\n", "expected an .npz graph file, a folder of them, or HLO module text "
                                   "(a .hlo or .txt file)"),
 ])
@@ -85,6 +86,20 @@ def test_a_file_that_is_neither_npz_nor_hlo_text_is_refused(setup, tmp_path, nam
     path = tmp_path / name
     path.write_text(content)
     assert refused(setup, path, "--model", "heuristic") == f"error: {path}: {words}"
+
+
+def test_hlo_text_opening_with_comments_is_hlo_text(tmp_path):
+    """predict sniffed the first non-blank line: XLA's benchmark files open with a /* ... */ note and lit tests with
+    `// RUN:` lines, which the parser skips but predict refused as 'expected HLO module text'."""
+    from pipeline.predict import is_hlo_text
+
+    for k, head in enumerate(("/* kept stale\n   on purpose */\n", "// RUN: hlo-opt %s\n\n", "")):
+        path = tmp_path / f"p{k}.hlo"
+        path.write_text(head + "HloModule m\n")
+        assert is_hlo_text(path)
+    (tmp_path / "n.txt").write_text("/* HloModule m */ notes\n")
+    with pytest.raises(PredictError, match="found 'notes'"):
+        is_hlo_text(tmp_path / "n.txt")
 
 
 @pytest.mark.slow

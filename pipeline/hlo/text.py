@@ -120,6 +120,12 @@ class HloModule:
         return frozenset(c.name for c in self.computations)
 
 
+def first_statement(head: str) -> str:
+    """The first line of `head` (a text's first kilobytes) that is neither blank nor comment: `HloModule ...` in HLO
+    text, whatever notes or `// RUN:` lines precede it."""
+    return next((line.strip() for line in _strip_comments(head).splitlines() if line.strip()), "")
+
+
 def is_element_type(name: str) -> bool:
     """True for an HLO element type name (`f32`, `s4`, `f8e4m3fn`, ...; not `tuple`)."""
     return name in ELEMENT_TYPES or _ELEMENT_FAMILY.fullmatch(name) is not None
