@@ -110,7 +110,8 @@ def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: s
 
 def is_hlo_text(path: Path) -> bool:
     """A single file named `*.hlo` or `*.txt` (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...) whose first
-    line that is neither blank nor comment starts with `HloModule`; any other file that is not an `.npz` is refused (PredictError)."""
+    line that is neither blank nor comment starts with `HloModule`; any other file that is not an `.npz` is refused
+    (PredictError)."""
     if not path.is_file() or path.suffix == GRAPH_SUFFIX:
         return False
     if path.suffix not in HLO_SUFFIXES:

@@ -317,8 +317,8 @@ def test_comments_are_skipped_anywhere_and_keep_the_line_numbers():
     kept stale ... */`, XLA's own benchmark files) was refused as 'expected HloModule', an instruction ending with
     `// why` as a bad attribute; a note over lines keeps later lines' numbers, and a `//` line or a string holding
     `/*` or `//` opens no comment."""
-    noted = "/* kept for\n   benchmark tracking */\n" + LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)",
-                                                                     "m = f32[2,3]{1,0} /* sq */ multiply(d, /* again */ d)")
+    commented = "m = f32[2,3]{1,0} /* sq */ multiply(d, /* again */ d)"
+    noted = "/* kept for\n   benchmark tracking */\n" + LOWERED.replace("m = f32[2,3]{1,0} multiply(d, d)", commented)
     assert parse_module(noted, "n.hlo.txt") == parse_module("\n\n" + LOWERED, "n.hlo.txt")
     with pytest.raises(HloParseError, match=r"^n.hlo.txt:15: expected an opcode"):     # line 13 + the note's 2
         parse_module(noted.replace("multiply(d, /* again */ d)", "/* no opcode */"), "n.hlo.txt")
@@ -331,7 +331,8 @@ def test_a_backend_config_over_lines_may_close_its_braces_on_lines_of_their_own(
     """XLA's GPU tests print `backend_config={` then one key per line and `}` alone on a line: the lone `}` was read
     as the computation's end ('a complete instruction ... never closed'); it closes the brace, while a `}` that
     meets an unclosed '(' still ends the computation and the instruction is refused."""
-    split = 'dot(x, w),\n    lhs_contracting_dims={1}, backend_config={\n      cfg:{\n        sizes:[16]\n      }\n    }'
+    split = ('dot(x, w),\n    lhs_contracting_dims={1}, backend_config={\n      cfg:{\n        sizes:[16]\n'
+             '      }\n    }')
     text = LOWERED.replace("dot(x, w), lhs_contracting_dims={1}", split)
     d = parse_module(text, "b.hlo.txt").entry.instructions[2]
     assert d.name == "d" and d.attrs["backend_config"] == "{ cfg:{ sizes:[16] } }" and d.attrs["rhs_contracting_dims"]
