@@ -45,9 +45,8 @@ _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
 _COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)   # strings kept
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
-_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*(")?|[()\[\]{}]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"')                  # the rest of a string opened on an earlier line
-_SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')      # a string literal (maybe unclosed) or a bracket
+_SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*(")?|[()\[\]{},]')    # a string (group 1: its closing quote) or a bracket
 
 
 class HloParseError(PipelineError):
@@ -150,14 +149,14 @@ def _scan_brackets(text: str, stack: list[str], in_string: bool) -> bool:
         if m is None:
             return True
         text = text[m.end():]
-    for m in _BRACKET_OR_STRING.finditer(text):
+    for m in _SIGNIFICANT.finditer(text):
         token = m.group()
         if token[0] == '"':
             if m.group(1) is None:                          # a string that does not close on this line
                 return True
         elif token in OPEN:
             stack.append(token)
-        elif stack:                                         # a close beyond the opens is the parser's to refuse
+        elif token in CLOSE and stack:                      # a close beyond the opens is the parser's to refuse
             stack.pop()
     return False
 
