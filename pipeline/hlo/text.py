@@ -43,10 +43,11 @@ _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
-_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)   # strings kept
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
-_STRING_END = re.compile(r'(?:[^"\\]|\\.)*"')                  # the rest of a string opened on an earlier line
-_SIGNIFICANT = re.compile(r'"(?:[^"\\]|\\.)*(")?|[()\[\]{},]')    # a string (group 1: its closing quote) or a bracket
+_IN_STRING = r'(?:[^"\\]|\\.)*'                                      # a string literal's text, escapes included
+_COMMENT_OR_STRING = re.compile(f'"{_IN_STRING}"|//[^\\n]*|/\\*.*?\\*/', re.DOTALL)   # strings kept
+_STRING_END = re.compile(f'{_IN_STRING}"')                         # the rest of a string opened on an earlier line
+_SIGNIFICANT = re.compile(f'"{_IN_STRING}(")?|[()\\[\\]{{}},]')  # a string (group 1: its closing quote), a bracket
 
 
 class HloParseError(PipelineError):
@@ -291,7 +292,7 @@ class _Reader:
             if i > len(self.lines):
                 raise self.fail(len(self.lines), f"'}}' closing computation {name} (the text ends inside it)")
             raw = self.lines[i - 1].strip()
-            if not raw or raw.startswith("//"):
+            if not raw:                                     # comments are blank here (_strip_comments)
                 continue
             if raw == "}":
                 self.pos = i
@@ -310,27 +311,26 @@ class _Reader:
             yield first, " ".join(parts)
 
     def module(self) -> HloModule:
-        numbered = [(k + 1, line.strip()) for k, line in enumerate(self.lines)     # `//` comments, as XLA's lexer
-                    if line.strip() and not line.strip().startswith("//")]
-        if not numbered or not numbered[0][1].startswith("HloModule"):
-            first = numbered[0] if numbered else (1, "")
-            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first[1])), None)
-            found = first[1] if kind is None else f"{kind}: {first[1]}"
-            raise self.fail(first[0], f"'HloModule NAME, ...' as the first line {HLO_TEXT_HINT}", found)
-        header = numbered[0][1].split(None, 1)
+        # the first line that is neither blank nor a comment (comments are blank here: _strip_comments)
+        at, first_line = next(((k + 1, line.strip()) for k, line in enumerate(self.lines) if line.strip()), (1, ""))
+        if not first_line.startswith("HloModule"):
+            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first_line)), None)
+            found = first_line if kind is None else f"{kind}: {first_line}"
+            raise self.fail(at, f"'HloModule NAME, ...' as the first line {HLO_TEXT_HINT}", found)
+        header = first_line.split(None, 1)
         if len(header) < 2:
-            raise self.fail(numbered[0][0], "a module name after 'HloModule'", numbered[0][1])
-        for array in _ARRAY.finditer(numbered[0][1]):      # entry_computation_layout={(f32[?]{0})->...}
+            raise self.fail(at, "a module name after 'HloModule'", first_line)
+        for array in _ARRAY.finditer(first_line):             # entry_computation_layout={(f32[?]{0})->...}
             if is_element_type(array.group(1)) and any(d.strip() == "?" for d in array.group(2).split(",")):
-                raise self.fail(numbered[0][0], UNBOUNDED, array.group(0))
+                raise self.fail(at, UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
-        computations, self.pos, in_block = [], numbered[0][0], False
+        computations, self.pos, in_block = [], at, False
         by_name: dict[str, Computation] = {}            # computations so far by name, and the ENTRY one
         entry: Computation | None = None
         while self.pos < len(self.lines):
             self.pos += 1
             line = self.lines[self.pos - 1].strip()
-            if not line or line.startswith("//"):
+            if not line:
                 in_block = False
                 continue
             if line in METADATA_BLOCKS or (in_block and re.match(r"\d+\s", line)):
@@ -357,7 +357,7 @@ class _Reader:
             entry = computations[-1] if m.group(1) else entry
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
-        scheduled = _SCHEDULED.search(numbered[0][1]) is not None     # XLA prints it on optimised text only
+        scheduled = _SCHEDULED.search(first_line) is not None     # XLA prints it on optimised text only
         return HloModule(name, self.source, tuple(computations), scheduled)
 
 
