@@ -103,3 +103,15 @@ def test_program_stems():
 def test_out_may_not_be_the_training_root(programs, tmp_path):
     with pytest.raises(SystemExit, match="is the --train-from root"):
         main([str(programs[0]), "--out", str(tmp_path), "--train-from", str(tmp_path), *FAST])
+
+
+def test_a_renamed_program_gets_the_same_configurations(programs, tmp_path):
+    """The sampled configurations come from the graph, not the file name (as the autotune tool's search does)."""
+    renamed = tmp_path / "other_name.hlo.txt"
+    shutil.copyfile(programs[0], renamed)
+    main([str(programs[0]), "--out", str(tmp_path / "a"), *FAST])
+    main([str(renamed), "--out", str(tmp_path / "b"), *FAST])
+    first, second = digest(tmp_path / "a"), digest(tmp_path / "b")
+    assert len(first) == len(second) > 1
+    stem = programs[0].name.removesuffix(".hlo.txt")
+    assert {k.replace(stem, "other_name"): v for k, v in first.items()} == second

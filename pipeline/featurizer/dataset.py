@@ -78,7 +78,7 @@ def write_layout(module: HloModule, stem: str, collection: Collection, s: Featur
     program = layout_program(module)
     if len(program.config_node_ids) == 0:
         return 0
-    rng = graph_rng(s.seed, "featurize-layout", collection.slug, stem)
+    rng = graph_rng(s.seed, "featurize-layout", collection.slug, program_digest(program))   # the graph, not the name
     ids, feat = layout_configs(program, collection.search, s.layout_configs, s.search, rng, s.max_config_nodes)
     chunks = (feat[i:i + s.chunk_configs].astype(np.float32) for i in range(0, len(feat), s.chunk_configs))
     writer.write_layout_file(folder / f"{stem}.npz", _graph_arrays(program), ids, program.node_splits, len(feat),
@@ -86,8 +86,9 @@ def write_layout(module: HloModule, stem: str, collection: Collection, s: Featur
     return 1
 
 
-def kernel_digest(program) -> str:
-    """Hex digest of a kernel graph's arrays: identical kernels share it."""
+def program_digest(program) -> str:
+    """Hex digest of a layout or kernel graph's arrays: identical graphs share it, whatever their file's name (the
+    sampled configurations are drawn from it, so a renamed program gets the same files but their names)."""
     h = hashlib.sha256()
     for array in _graph_arrays(program).values():
         h.update(np.ascontiguousarray(array).tobytes())
@@ -98,11 +99,11 @@ def write_tiles(module: HloModule, stem: str, collection: Collection, s: Featuri
     """Write one tile test file per distinct fused kernel; returns how many."""
     written = set()
     for program in tile_programs(module):
-        digest = kernel_digest(program)
+        digest = program_digest(program)
         if digest in written:
             continue
         written.add(digest)
-        rng = graph_rng(s.seed, "featurize-tile", stem, digest)
+        rng = graph_rng(s.seed, "featurize-tile", digest)
         config_feat = tile_configs(program, s.tile_configs, s.tile_search, rng)
         zeros = np.zeros(len(config_feat), dtype=np.int64)
         writer.write_tile_file(folder / f"{stem}_{digest}.npz", _graph_arrays(program), config_feat, zeros, zeros,
