@@ -87,8 +87,8 @@ def write_layout(module: HloModule, stem: str, collection: Collection, s: Featur
 
 
 def program_digest(program) -> str:
-    """Hex digest of a layout or kernel graph's arrays: identical graphs share it, whatever their file's name (the
-    sampled configurations are drawn from it, so a renamed program gets the same files but their names)."""
+    """Hex digest of a layout or kernel graph's arrays: identical graphs share it, whatever their file's name. The
+    sampled configurations are drawn from it, so a renamed program gets the same files under its new stem."""
     h = hashlib.sha256()
     for array in _graph_arrays(program).values():
         h.update(np.ascontiguousarray(array).tobytes())

@@ -123,7 +123,12 @@ class HloModule:
 def first_statement(head: str) -> str:
     """The first line of `head` (a text's first kilobytes) that is neither blank nor comment: `HloModule ...` in HLO
     text, whatever notes or `// RUN:` lines precede it."""
-    return next((line.strip() for line in _strip_comments(head).splitlines() if line.strip()), "")
+    return _first_line(_strip_comments(head).splitlines())[1]
+
+
+def _first_line(lines: list[str]) -> tuple[int, str]:
+    """(1-based number, stripped text) of the first non-blank line of comment-stripped `lines`; (1, "") if none."""
+    return next(((k + 1, line.strip()) for k, line in enumerate(lines) if line.strip()), (1, ""))
 
 
 def is_element_type(name: str) -> bool:
@@ -312,7 +317,7 @@ class _Reader:
 
     def module(self) -> HloModule:
         # the first line that is neither blank nor a comment (comments are blank here: _strip_comments)
-        at, first_line = next(((k + 1, line.strip()) for k, line in enumerate(self.lines) if line.strip()), (1, ""))
+        at, first_line = _first_line(self.lines)
         if not first_line.startswith("HloModule"):
             kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first_line)), None)
             found = first_line if kind is None else f"{kind}: {first_line}"
