@@ -213,12 +213,13 @@ def valid_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
 
 
 def measure_guard(cfg: DictConfig, collection: Collection, max_configs: int, batch: int, seed: int,
-                  settings: GuardSettings) -> tuple[dict, dict]:
-    """Stage autotune: (the guard file's table of `collection`, its loaded members). Every member any
-    AUTOTUNE model uses is calibrated on the same valid sample of the collection, then each model's margin and the
-    region are measured (`pipeline.tuning.guard`) on that sample plus, with `settings.siblings`, a sample of the
-    valid graphs of the source's other layout collections (`pipeline.tuning.evidence`)."""
-    per_model = {model: model_weights(cfg, model, collection) for model in MODELS}
+                  settings: GuardSettings, models: Sequence[str] = MODELS) -> tuple[dict, dict]:
+    """Stage autotune: (the guard file's table of `collection`, its loaded members). Every member any of `models`
+    (default: every autotune model) uses is calibrated on the same valid sample of the collection, then each
+    model's margin and the region are measured (`pipeline.tuning.guard`) on that sample plus, with
+    `settings.siblings`, a sample of the valid graphs of the source's other layout collections
+    (`pipeline.tuning.evidence`)."""
+    per_model = {model: model_weights(cfg, model, collection) for model in models}
     names = sorted({name for weights in per_model.values() for name in weights})
     members = load_members(cfg, names, collection)
     rng = np.random.default_rng(seed)
