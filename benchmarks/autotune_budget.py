@@ -23,16 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import load_cfg, split_overrides
-from pipeline.seeds import graph_rng
 from pipeline.settings.sections import layout_cost
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.tuning.oracle import CostModelScorer, oracle_search
 from pipeline.tuning.program import template_graph
 from pipeline.tuning.report import share_of_gain
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.search import Guard, guard, run_search
-from pipeline.tuning.space import LayoutSpace
-from pipeline.tuning.verify import AutotuneSettings, builtin_program, builtin_test_programs
+from pipeline.tuning.verify import AutotuneSettings, builtin_case, builtin_test_programs
 
 RESULTS = Path(__file__).parent / "results" / "autotune.md"
 TRUTH = "truth"
@@ -46,12 +43,8 @@ def cases(cfg, s: AutotuneSettings, guides: list[str], work: Path):
     loaded = {(c.slug, m): load_guide(cfg, m, c)
               for c in collections for m in models}
     for zoo_program in builtin_test_programs(cfg):
-        program = builtin_program(zoo_program, params)
-        space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
-        truth = CostModelScorer(space, params)
-        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
-                               graph_rng(s.seed, "autotune-oracle", program.name))
-        oracle_ns = truth.default_ns * float(np.exp(oracle.score))
+        case = builtin_case(zoo_program, params, s)
+        program, space, truth, oracle_ns = case.program, case.space, case.truth, case.oracle_ns
         for i, c in enumerate(c for c in collections if c.source == zoo_program.source):
             template = template_graph(cfg, program, c, work) if models else None
             scorers = {m: (loaded[c.slug, m].scorer(template), loaded[c.slug, m].rule) for m in models}

@@ -44,13 +44,14 @@ from pipeline.settings.programs import program_settings  # noqa: E402
 from pipeline.settings.sections import layout_cost, search_params  # noqa: E402
 from pipeline.synth.programs import layout_programs  # noqa: E402
 from pipeline.tpugraphs.dataset import Collection  # noqa: E402
-from pipeline.tuning.oracle import CostModelScorer, oracle_search  # noqa: E402
+from pipeline.tuning.oracle import CostModelScorer  # noqa: E402
 from pipeline.tuning.program import Program, template_graph  # noqa: E402
 from pipeline.tuning.report import share_of_gain  # noqa: E402
 from pipeline.tuning.scorers import guide_of, measure_guard  # noqa: E402
 from pipeline.tuning.search import run_search  # noqa: E402
 from pipeline.tuning.space import LayoutSpace  # noqa: E402
-from pipeline.tuning.verify import AutotuneSettings, builtin_program, builtin_test_programs, verify_program  # noqa: E402
+from pipeline.tuning.verify import (AutotuneSettings, builtin_case, builtin_program, builtin_test_programs,  # noqa: E402
+                                    verify_program)
 
 RESULTS = Path(__file__).parent / "results"
 FREE_BUDGETS = (100, 1000)          # evaluations of the unguarded searches reported beside the guarded pick
@@ -120,12 +121,8 @@ def evaluate(cfg, collection: Collection, work: Path) -> list[dict]:
     params = layout_cost(cfg.synthesize.layout_cost)
     rows = []
     for zoo_program in [p for p in builtin_test_programs(cfg) if p.source == collection.source]:
-        program = builtin_program(zoo_program, params)
-        space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
-        truth = CostModelScorer(space, params)
-        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
-                               graph_rng(s.seed, "autotune-oracle", program.name))
-        oracle_ns = truth.default_ns * float(np.exp(oracle.score))
+        case = builtin_case(zoo_program, params, s)
+        program, space, truth, oracle_ns = case.program, case.space, case.truth, case.oracle_ns
         template = template_graph(cfg, program, collection, work)
         row, _ = verify_program(program, space, truth, oracle_ns, collection, guide, template, s,
                                 search_params(cfg.featurize.search))

@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.hlo.configs import SearchParams
 from pipeline.hlo.featurize import layout_configs
 from pipeline.hlo.node_features import with_layouts
 from pipeline.seeds import graph_rng
@@ -82,6 +83,31 @@ def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
     layout = layout_graph_of(zoo_program)
     model = LayoutCostModel(layout.graph, layout.config_node_ids, params)
     return Program(zoo_program.name, layout, with_layouts(layout.node_feat, model.default_minor_to_major()), ())
+
+
+@dataclass(frozen=True)
+class BuiltinCase:
+    """A built-in test program ready to verify: its graph, its space, the noise-free cost model and the oracle."""
+
+    program: Program
+    space: LayoutSpace
+    truth: CostModelScorer
+    oracle: SearchResult
+
+    @property
+    def oracle_ns(self) -> float:
+        return self.truth.default_ns * float(np.exp(self.oracle.score))
+
+
+def builtin_case(zoo_program, params: LayoutCostParams, s: AutotuneSettings) -> BuiltinCase:
+    """`zoo_program`'s graph, space, cost model and oracle (`pipeline.tuning.oracle`, the stage's oracle settings,
+    seeded by autotune.seed and the program's name)."""
+    program = builtin_program(zoo_program, params)
+    space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
+    truth = CostModelScorer(space, params)
+    oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
+                           graph_rng(s.seed, "autotune-oracle", program.name))
+    return BuiltinCase(program, space, truth, oracle)
 
 
 def _best_guarded(scores: np.ndarray, candidates: np.ndarray, space: LayoutSpace, rule: Guard) -> np.ndarray:
@@ -172,18 +198,13 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
               for c in collections if any(p.source == c.source for p in zoo)}
     rows, times, oracle_seconds = [], [], 0.0
     for zoo_program in tqdm(zoo, desc="autotune", unit="program", disable=not progress):
-        program = builtin_program(zoo_program, params)
-        space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
-        truth = CostModelScorer(space, params)
-        oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
-                               graph_rng(s.seed, "autotune-oracle", program.name))
-        oracle_seconds += oracle.seconds
-        oracle_ns = truth.default_ns * float(np.exp(oracle.score))
+        case = builtin_case(zoo_program, params, s)
+        oracle_seconds += case.oracle.seconds
         for c in collections:
             if c.slug in guides and c.source == zoo_program.source:
-                template = template_graph(cfg, program, c, work_dir)
-                row, seconds = verify_program(program, space, truth, oracle_ns, c, guides[c.slug], template, s,
-                                              featurize_search)
+                template = template_graph(cfg, case.program, c, work_dir)
+                row, seconds = verify_program(case.program, case.space, case.truth, case.oracle_ns, c,
+                                              guides[c.slug], template, s, featurize_search)
                 rows.append(row)
                 times.append(seconds)
     per_collection = {c.name: aggregate([r for r in rows if r["collection"] == c.name])
