@@ -1,6 +1,8 @@
 """Search on a stub model with a known optimum, the objective's budget and cache, and the guard."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from tuning_hlo import DOT_RESHAPE, RESHAPES, space_of
@@ -159,3 +161,23 @@ def test_a_search_on_measured_kinds_never_changes_a_frozen_block(algorithm):
     assert found.candidate.tolist() == [[0, 0, 0], [1, 1, 0]]      # the optimum of what may change
     free = run_search(space, Stub(space, target), SETTINGS, 300, np.random.default_rng(0), algorithm=algorithm)
     assert free.candidate.tolist() == target.tolist()              # unfrozen, the dot changes too
+
+
+def test_a_slow_scorer_stops_at_the_time_limit_not_a_batch_later(problem, monkeypatch):
+    """Once a batch has been timed, the next is cut to the rows the time left allows (a fake clock: 1 s per row)."""
+    import pipeline.tuning.search as search
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(search, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    space, target = problem
+    stub = Stub(space, target)
+
+    def slow(node_config_feat):
+        clock.now += float(len(node_config_feat))
+        return stub(node_config_feat)
+
+    objective = Objective(space, slow, budget=1000, batch=4, time_limit_s=10.0)
+    candidates = np.unique(space.canonical(space.random(60, 0.3, np.random.default_rng(0))), axis=0)
+    assert len(candidates) > 12
+    scores = objective(candidates)
+    assert objective.evaluations == 10 and clock.now == 10.0           # 4 + 4 + 2 rows: not 12 rows, 12 s
+    assert np.isfinite(scores).sum() == 10
