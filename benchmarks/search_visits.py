@@ -15,8 +15,8 @@ Protocol (a built-in preset only: the visited configurations are timed by the pr
 3. `aug`: prune and train on that copy, seeds 0..N-1.
 4. Per variant and seed, on the collection's built-in test programs: the GNN's Kaggle score (valid, test), the
    stage's guarded pick (the share of the oracle's gain, `autotune.stage_budget`) and the unguarded pick of a search
-   at 100 and at 1000 evaluations (over the measured kinds, no guard: what the guard withholds), each timed by the
-   cost model against the default and the oracle. The guard is the GNN's alone (`measure_guard(models=["gnn"])`).
+   at 100 and at 1000 evaluations (over the measured kinds, no guard), each timed by the cost model against the
+   default and the oracle. The guard is the GNN's alone (`measure_guard(models=["gnn"])`).
 
 Writes `benchmarks/results/search_visits.md` and `.json` (mean ± sample std over seeds, Δ paired by seed).
 """
@@ -50,8 +50,8 @@ from pipeline.tuning.report import share_of_gain  # noqa: E402
 from pipeline.tuning.scorers import guide_of, measure_guard  # noqa: E402
 from pipeline.tuning.search import run_search  # noqa: E402
 from pipeline.tuning.space import LayoutSpace  # noqa: E402
-from pipeline.tuning.verify import (AutotuneSettings, builtin_case, builtin_program, builtin_test_programs,  # noqa: E402
-                                    verify_program)
+from pipeline.tuning.verify import (AutotuneSettings, builtin_case, builtin_program,  # noqa: E402
+                                    builtin_test_programs, verify_program)
 
 RESULTS = Path(__file__).parent / "results"
 FREE_BUDGETS = (100, 1000)          # evaluations of the unguarded searches reported beside the guarded pick

@@ -18,7 +18,7 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from pipeline.hlo.layout_ids import layout_id, permutations
+from pipeline.hlo.layout_ids import decode_block, layout_id, permutations
 from pipeline.hlo.configs import block_specs
 from pipeline.hlo.graph import HloGraph
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
@@ -156,11 +156,10 @@ class LayoutSpace:
         """candidates int16 [B, NC, 3] of node_config_feat rows [B, NC, 18] (inverse of `encode`)."""
         feat = np.asarray(node_config_feat)
         cand = self.default(len(feat))
-        for k, b in self.free_blocks():
-            rank = int(self.ranks[k, b])
-            block = feat[:, k, b * MAX_DIMS:b * MAX_DIMS + rank]
-            for i, row in enumerate(block):
-                cand[i, k, b] = DEFAULT_CHOICE if (row == -1).all() else 1 + layout_id(row)
+        for k, b in self.free_blocks():                   # one block of every row at once
+            ids = decode_block(feat[:, k, b * MAX_DIMS:(b + 1) * MAX_DIMS], int(self.ranks[k, b]), -1,
+                               "node_config_feat")                              # [B] layout ids, -1: all -1
+            cand[:, k, b] = np.where(ids < 0, DEFAULT_CHOICE, 1 + ids)
         return cand
 
     def minor_to_major(self, candidate: np.ndarray, k: int, b: int) -> list[int] | None:
