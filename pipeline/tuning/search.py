@@ -4,8 +4,8 @@ A scorer maps node_config_feat int8 [B, NC, 18] to float64 [B]: the predicted (o
 runtime / compiler-default runtime; lower is faster, the default scores 0. `Objective` wraps one: it counts
 evaluations (a candidate scored once is cached, repeats are free), scores in batches of `batch`, stops at `budget`
 evaluations or `time_limit_s` (candidates past either score +inf; once a batch has been timed, the next is cut to
-the rows the time left allows at the rate so far, so one slow batch of a large program does not overrun the limit by its
-whole length) and tracks the best candidate. Algorithms:
+the rows the time left allows at the rate so far, so one slow batch of a large program does not overrun the limit
+by its whole length) and tracks the best candidate. Algorithms:
 - `evolution`: start from the default, its single-block mutations and random candidates; then every round,
   `local_share` of a batch mutates the best candidate (local search) and the rest are uniform per-node crossovers
   of two tournament-picked members of the population (the `population` best so far), mutated;
@@ -120,12 +120,13 @@ class Objective:
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         lo = 0
         while lo < len(todo):
-            room, left_s = self.budget - self.evaluations, self.deadline - time.perf_counter()
+            now = time.perf_counter()
+            room, left_s = self.budget - self.evaluations, self.deadline - now
             if room <= 0 or left_s <= 0:
                 break
             if self.evaluations and np.isfinite(left_s):    # rows the time left allows at the rate seen so far
-                spent_s = max(time.perf_counter() - self.started, 1e-9)            # scoring and the search's own work
-                room = min(room, max(1, int(left_s * self.evaluations / spent_s)))
+                rate = self.evaluations / max(now - self.started, 1e-9)          # scoring and the search's own work
+                room = min(room, max(1, int(left_s * rate)))
             part = todo[lo:lo + min(self.batch, room)]
             lo += len(part)
             rows = candidates[[first[k] for k in part]]

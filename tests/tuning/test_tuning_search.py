@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tuning_hlo import DOT_RESHAPE, RESHAPES, space_of
 
+import pipeline.tuning.search as search
 from pipeline.tuning.search import Guard, Objective, SearchResult, SearchSettings, guard, run_search
 
 SETTINGS = SearchSettings("evolution", batch=64, population=16, local_share=0.5, mutation_extra=0.5,
@@ -165,7 +166,6 @@ def test_a_search_on_measured_kinds_never_changes_a_frozen_block(algorithm):
 
 def test_a_slow_scorer_stops_at_the_time_limit_not_a_batch_later(problem, monkeypatch):
     """Once a batch has been timed, the next is cut to the rows the time left allows (a fake clock: 1 s per row)."""
-    import pipeline.tuning.search as search
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(search, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
     space, target = problem
