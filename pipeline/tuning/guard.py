@@ -58,12 +58,13 @@ class GuardSettings:
     step_budget: int             # chain: evaluations per step at most
     shrink: bool                 # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
     measured_blocks: bool        # search only blocks of kinds the valid configurations changed (`changed_kinds`)
+    beside_unmeasured: int       # with it: also freeze the nodes this many edges from an unmeasured block (0: none)
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
         return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
                    bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]),
-                   bool(cfg["shrink"]), bool(cfg["measured_blocks"]))
+                   bool(cfg["shrink"]), bool(cfg["measured_blocks"]), int(cfg["beside_unmeasured"]))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Tool JSON (`<out>/<program>.json`): program, model, collection, budget, evaluati
 predicted_runtime_ratio (pick / default, from the calibrated model), guarded (true: the default was kept),
 layouts (one object per configurable instruction, `LayoutSpace.layouts`), tiles (per fused kernel: fusion,
 computation, tile sizes), changes (the changes worth most, predicted), unmeasured_blocks (the kinds of block kept at
-the default because the valid split never changed one: `unmeasured`).
+the default because the valid split never changed one: `unmeasured`) and frozen_beside_unmeasured (`frozen_beside`).
 """
 from __future__ import annotations
 
@@ -52,9 +52,16 @@ def changes(space: LayoutSpace, candidate: np.ndarray, scorer: Callable[[np.ndar
 
 
 def unmeasured(space: LayoutSpace) -> list[dict]:
-    """The frozen blocks of `space` by kind: [{"opcode", "block", "rank", "blocks"}], most blocks first."""
+    """The blocks of `space` frozen by kind (`LayoutSpace.only_kinds`): [{"opcode", "block", "rank", "blocks"}],
+    most blocks first."""
+    counts = space.frozen_kinds(unmeasured=True)
     return [{"opcode": OPCODE_NAMES.get(opcode, str(opcode)), "block": BLOCKS[block], "rank": rank, "blocks": count}
-            for (opcode, block, rank), count in sorted(space.frozen_kinds().items(), key=lambda kv: (-kv[1], kv[0]))]
+            for (opcode, block, rank), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def frozen_beside(space: LayoutSpace) -> int:
+    """Blocks of measured kinds frozen because they lie beside an unmeasured one (`LayoutSpace.freeze_beside`)."""
+    return sum(space.frozen_kinds().values()) - sum(space.frozen_kinds(unmeasured=True).values())
 
 
 def summary_lines(result: dict) -> list[str]:
@@ -70,6 +77,8 @@ def summary_lines(result: dict) -> list[str]:
     if frozen:
         kinds = ", ".join(f"{u['opcode']} {u['block']} rank {u['rank']} x{u['blocks']}" for u in frozen)
         lines.append(f"  kept at the default, a kind of block no valid configuration changed: {kinds}")
+    if result.get("frozen_beside_unmeasured"):
+        lines.append(f"  kept at the default beside those: {result['frozen_beside_unmeasured']} blocks of measured kinds")
     for c in result["changes"]:
         lines.append(f"  {c['computation']}/{c['instruction']} {c['block']}: {c['default']} -> {c['chosen']} "
                      f"(worth {c['worth']:+.4f} log runtime)")

@@ -5,8 +5,8 @@ a choice index: 0 = the compiler default (an all -1 block), c >= 1 = `permutatio
 minor-to-major order. A block that does not apply (the kernel of a dot or reshape) has one choice, 0. Batches of
 candidates are [B, NC, 3]; `encode` turns them into `node_config_feat` rows int8 [B, NC, 18] exactly as the
 dataset writes them (docs/tpugraphs-format.md), `decode` goes back, and `layouts` / `from_layouts` give and read
-the JSON objects the autotune tool writes (names as in the HLO text). A space may hold `frozen` blocks (`only_kinds`):
-the searches never change them, and `canonical` writes them as the default.
+the JSON objects the autotune tool writes (names as in the HLO text). A space may hold `frozen` blocks (`only_kinds`,
+`freeze_beside`): the searches never change them, and `canonical` writes them as the default.
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ class LayoutSpace:
     ranks: np.ndarray                # [NC, 3] int64: tensor rank of each block, 0 where the block does not apply
     defaults: tuple                  # [NC][3]: the compiler-default minor-to-major tuple, None where not applicable
     frozen: np.ndarray | None = dataclasses.field(default=None, compare=False)   # [NC, 3] bool: kept at the default
+    unmeasured: np.ndarray | None = dataclasses.field(default=None, compare=False)  # [NC, 3] bool: frozen by kind
 
     @classmethod
     def of(cls, graph: HloGraph, node_config_ids: Sequence[int], where: str) -> "LayoutSpace":
@@ -120,7 +121,37 @@ class LayoutSpace:
         allowed = {tuple(int(v) for v in kind) for kind in kinds}
         frozen = np.array([[kind is not None and kind not in allowed for kind in row] for row in self.kinds],
                           dtype=bool).reshape(self.n_choices.shape)                # [NC, 3]
-        return dataclasses.replace(self, frozen=frozen)
+        return dataclasses.replace(self, frozen=frozen, unmeasured=frozen)
+
+    def beside_unmeasured(self, reach: int) -> np.ndarray:
+        """bool [NC]: the configurable nodes holding an unmeasured block (`only_kinds`) and those within `reach` graph
+        edges of one (either direction, through nodes that are not configurable); none for reach 0."""
+        near = np.zeros(self.n_nodes, dtype=bool)
+        if self.unmeasured is None or reach <= 0 or not self.unmeasured.any():
+            return near
+        near[self.unmeasured.any(axis=1)] = True
+        position = {int(n): k for k, n in enumerate(self.node_config_ids)}
+        neighbours: dict[int, set[int]] = {}
+        for consumer, producer in self.graph.edge_index():                      # [E, 2] rows
+            neighbours.setdefault(int(consumer), set()).add(int(producer))
+            neighbours.setdefault(int(producer), set()).add(int(consumer))
+        sources = {int(self.node_config_ids[k]) for k in np.flatnonzero(self.unmeasured.any(axis=1))}
+        seen, frontier = set(sources), set(sources)
+        for _ in range(reach):
+            frontier = {m for n in frontier for m in neighbours.get(n, ())} - seen
+            seen |= frontier
+            for n in frontier & position.keys():
+                near[position[n]] = True
+            frontier -= position.keys()                 # a configurable node has a layout of its own: stop there
+        return near
+
+    def freeze_beside(self, reach: int) -> "LayoutSpace":
+        """This space with every block of the nodes `beside_unmeasured(reach)` frozen too (itself when no block is
+        unmeasured): a change next to a block no valid configuration changed meets a layout pair the models never saw."""
+        near = self.beside_unmeasured(reach)
+        if not near.any():
+            return self
+        return dataclasses.replace(self, frozen=self.frozen | (near[:, None] & (self.n_choices > 1)))
 
     def changes_frozen(self, candidates: np.ndarray) -> np.ndarray:
         """bool [B]: whether each of candidates [B, NC, 3] changes a frozen block (all False without any)."""
@@ -129,11 +160,12 @@ class LayoutSpace:
             return np.zeros(len(cand), dtype=bool)
         return (cand[:, self.frozen] != 0).any(axis=1)
 
-    def frozen_kinds(self) -> Counter:
-        """Counter of the kinds (opcode id, block, rank) of the frozen blocks."""
-        if self.frozen is None:
+    def frozen_kinds(self, unmeasured: bool = False) -> Counter:
+        """Counter of the kinds (opcode id, block, rank) of the frozen blocks (`unmeasured`: of those frozen by kind)."""
+        mask = self.unmeasured if unmeasured else self.frozen
+        if mask is None:
             return Counter()
-        return Counter(self.kinds[k][b] for k, b in np.argwhere(self.frozen))
+        return Counter(self.kinds[k][b] for k, b in np.argwhere(mask))
 
     def default(self, n: int = 1) -> np.ndarray:
         """int16 [n, NC, 3]: the compiler default, n times."""

@@ -23,7 +23,7 @@ from pipeline.config import STAGE_OUTPUT_PATHS
 from pipeline.featurizer.dataset import program_stem
 from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
-from pipeline.tuning.report import changes, unmeasured
+from pipeline.tuning.report import changes, frozen_beside, unmeasured
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.space import LayoutSpace
@@ -85,7 +85,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     key = hashlib.sha256((text + "\0" + (optimized or "")).encode()).hexdigest()   # the program, not its file name
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
     guide = load_guide(cfg, model, collection)
-    space = space.only_kinds(guide.rule.measured_blocks)    # the blocks of kinds the valid split changed
+    space = space.only_kinds(guide.rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)
     tile_guide = None
     if program.tiles:
         tile_collection = checked_collection(cfg, str(cfg.autotune.tile_collection), "tile",
@@ -106,7 +106,8 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
            "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
            "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
-           "layouts": space.layouts(pick), "tiles": tiles, "changes": top, "unmeasured_blocks": unmeasured(space)}
+           "layouts": space.layouts(pick), "tiles": tiles, "changes": top, "unmeasured_blocks": unmeasured(space),
+           "frozen_beside_unmeasured": frozen_beside(space)}
     if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
         out["chain_steps"] = [vars(step) for step in found.steps]
     path = folder / f"{name}.json"

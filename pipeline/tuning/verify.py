@@ -133,7 +133,7 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
                    featurize_search: SearchParams) -> tuple[dict, dict]:
     """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
     scorer, rule = guide.scorer(template), guide.rule
-    space = space.only_kinds(rule.measured_blocks)          # the blocks of kinds the valid split changed
+    space = space.only_kinds(rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)   # (LayoutSpace)
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
     found = guarded_pick(space, scorer, s.search, s.stage_budget, rng, rule, s.guard.chain, s.guard.step_budget)
     pick, predicted, kept, result = found.candidate, found.score, found.kept, found.search

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from tuning_hlo import DOT_RESHAPE, space_of
 
-from pipeline.tuning.report import changes, log_gains, unmeasured
+from pipeline.tuning.report import changes, frozen_beside, log_gains, summary_lines, unmeasured
 
 
 def test_worth_is_measured_on_the_scale_of_the_reported_prediction():
@@ -34,6 +34,13 @@ def test_unmeasured_lists_the_frozen_blocks_by_kind():
     narrow = space.only_kinds([space.kinds[1][0], space.kinds[1][1]])       # the reshape's kinds: the dot frozen
     assert unmeasured(narrow) == [{"opcode": "dot", "block": "output", "rank": 2, "blocks": 1},
                                   {"opcode": "dot", "block": "input", "rank": 2, "blocks": 1}]
+    assert frozen_beside(narrow) == 0
+    wide = narrow.freeze_beside(2)                                          # the reshape, 2 edges away via tanh.4
+    assert unmeasured(wide) == unmeasured(narrow) and frozen_beside(wide) == 2
+    lines = summary_lines({"predicted_runtime_ratio": 1.0, "program": "p", "model": "gnn", "collection": "c",
+                           "evaluations": 1, "seconds": 0.0, "guarded": True, "unmeasured_blocks": unmeasured(wide),
+                           "frozen_beside_unmeasured": frozen_beside(wide), "changes": [], "tiles": []})
+    assert lines[-1] == "  kept at the default beside those: 2 blocks of measured kinds"
 
 
 def test_log_gains_sum_the_log_gains_so_a_tiny_oracle_gain_does_not_dominate():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tuning_hlo import DOT_RESHAPE, NO_CONFIGURABLE, RESHAPES, space_of
+from tuning_hlo import DOT_RESHAPE, KINDS_CHAIN, NO_CONFIGURABLE, RESHAPES, space_of
 
 from pipeline.hlo.featurize import layout_program, parse_module
 from pipeline.tuning.space import LayoutSpace, SpaceError
@@ -90,6 +90,24 @@ def test_a_block_spelt_out_as_its_default_layout_is_the_default():
     assert canonical.tolist() == [[[0, 1, 0], [0, 0, 0]], [[1, 0, 0], [0, 1, 0]]]
     assert cand[0, 0, 0] == 2                                      # a copy: the input is unchanged
     assert (space.encode(canonical[:1])[0, 1] == -1).all()          # the reshape spelt out as default: all -1
+
+
+def test_freeze_beside_keeps_the_nodes_next_to_an_unmeasured_block_at_the_default():
+    space = space_of(KINDS_CHAIN)                # reshape.2 -tanh- reshape.4 -tanh-tanh- reshape.7
+    reshape = space.kinds[0][0][0]
+    narrow = space.only_kinds([[reshape, 1, 2], [reshape, 0, 2], [reshape, 1, 3]])   # reshape.2's output unmeasured
+    assert narrow.frozen.tolist() == [[True, False, False], [False, False, False], [False, False, False]]
+    assert narrow.beside_unmeasured(0).tolist() == [False, False, False]
+    assert narrow.freeze_beside(0) is narrow
+    assert narrow.beside_unmeasured(1).tolist() == [True, False, False]      # its own input block; tanh.3 is 1 edge
+    assert narrow.beside_unmeasured(2).tolist() == [True, True, False]       # reshape.4, 2 edges through tanh.3
+    assert narrow.beside_unmeasured(9).tolist() == [True, True, False]       # reshape.7 lies behind reshape.4
+    wide = narrow.freeze_beside(2)
+    assert wide.frozen.tolist() == [[True, True, False], [True, True, False], [False, False, False]]
+    assert np.array_equal(wide.unmeasured, narrow.frozen)                     # by kind: still the one block
+    assert dict(wide.frozen_kinds(unmeasured=True)) == {(reshape, 0, 3): 1} and sum(wide.frozen_kinds().values()) == 4
+    assert wide.search_blocks().tolist() == [[2, 0], [2, 1]]
+    assert space.freeze_beside(2) is space and space.only_kinds(None).beside_unmeasured(3).tolist() == [False] * 3
 
 
 def test_only_kinds_freezes_the_blocks_of_other_kinds_at_the_default():

@@ -54,3 +54,16 @@ ENTRY main.5 {
   ROOT reshape.5 = f32[4,256]{1,0} reshape(tanh.4)
 }
 """
+
+KINDS_CHAIN = """HloModule kinds, entry_computation_layout={(f32[4,6]{1,0})->f32[6,4]{1,0}}
+
+ENTRY main.7 {
+  Arg_0.1 = f32[4,6]{1,0} parameter(0)
+  reshape.2 = f32[2,2,6]{2,1,0} reshape(Arg_0.1)
+  tanh.3 = f32[2,2,6]{2,1,0} tanh(reshape.2)
+  reshape.4 = f32[4,6]{1,0} reshape(tanh.3)
+  tanh.5 = f32[4,6]{1,0} tanh(reshape.4)
+  tanh.6 = f32[4,6]{1,0} tanh(tanh.5)
+  ROOT reshape.7 = f32[6,4]{1,0} reshape(tanh.6)
+}
+"""
