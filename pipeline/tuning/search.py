@@ -142,9 +142,18 @@ class Objective:
                             time.perf_counter() - self.started)
 
 
-def _unique(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    _, first = np.unique(pop.reshape(len(pop), -1), axis=0, return_index=True)   # [B, NC * 3] rows
-    return pop[first], scores[first]
+def unique_rows(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct candidates of pop int16 [B, NC, 3] and their scores [B]: each one's first occurrence, in the
+    lexicographic order of the rows, as `np.unique(axis=0, return_index=True)` gives them. np.unique sorts the rows
+    as records of NC * 3 fields, compared field by field: 16 of a 69 s search on a program of 27,000 blocks. Here
+    each row becomes bytes whose memcmp order is that order (big-endian, offset to unsigned), sorted once."""
+    flat = pop.reshape(len(pop), -1).astype(np.int32) + 2 ** 15                   # [B, NC * 3], >= 0
+    keys = [row.tobytes() for row in flat.astype(">u2")]
+    first: dict[bytes, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    index = np.array([first[key] for key in sorted(first)], dtype=np.int64)
+    return pop[index], scores[index]
 
 
 def around(space: LayoutSpace, start: np.ndarray, n: int, default_prob: float, rng: np.random.Generator) -> np.ndarray:
@@ -173,7 +182,7 @@ def evolution(objective: Objective, s: SearchSettings, rng: np.random.Generator,
         take_a = rng.random((n_cross, space.n_nodes, 1)) < 0.5                          # per node, all its blocks
         children = space.mutate(np.where(take_a, pop[picks[0]], pop[picks[1]]), s.mutation_extra, rng)
         new = np.concatenate([local, children])
-        pop, scores = _unique(np.concatenate([pop, new]), np.concatenate([scores, objective(new)]))
+        pop, scores = unique_rows(np.concatenate([pop, new]), np.concatenate([scores, objective(new)]))
         stalls = stalls + 1 if objective.evaluations == before else 0
 
 

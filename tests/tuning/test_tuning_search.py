@@ -181,3 +181,15 @@ def test_a_slow_scorer_stops_at_the_time_limit_not_a_batch_later(problem, monkey
     scores = objective(candidates)
     assert objective.evaluations == 10 and clock.now == 10.0           # 4 + 4 + 2 rows: not 12 rows, 12 s
     assert np.isfinite(scores).sum() == 10
+
+
+def test_unique_rows_keeps_what_numpy_unique_keeps_in_its_order():
+    rng = np.random.default_rng(3)
+    pop = rng.integers(-2, 3, size=(400, 5, 3)).astype(np.int16)     # [B, NC, 3], many repeated rows
+    pop[7], pop[300] = pop[2], pop[2]
+    scores = rng.random(400)
+    _, first = np.unique(pop.reshape(len(pop), -1), axis=0, return_index=True)
+    rows, kept = search.unique_rows(pop, scores)
+    assert np.array_equal(rows, pop[first]) and np.array_equal(kept, scores[first])
+    assert len(rows) < len(pop) and 7 not in first and 300 not in first
+    assert search.unique_rows(pop[:1], scores[:1])[0].shape == (1, 5, 3)
