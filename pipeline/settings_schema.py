@@ -185,6 +185,7 @@ SCHEMA = Group({
         "tile_collection": Str(COLLECTION_NAMES),
         "budget": COUNT,
         "stage_budget": COUNT,
+        "workers": COUNT,
         "out_dir": PATH,
         "seed": Int(low=0),
         "top_changes": Int(low=0),

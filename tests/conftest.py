@@ -128,7 +128,7 @@ def run(cmd, cwd, env):
     return result
 
 
-CI_LOCAL_CONF = "# @package _global_\ngnn:\n  seeds: [0, 1]\n  epochs: 5\n"
+CI_LOCAL_CONF = "# @package _global_\ngnn:\n  seeds: [0, 1]\n  epochs: 5\nautotune:\n  stage_budget: 300\n"
 
 
 def copy_repo(dest: Path) -> None:
@@ -203,8 +203,8 @@ def build_repo(dest: Path, env: dict) -> None:
     """Copy the repository to `dest` and run `dvc repro` on data=programs_ci there."""
     dest.mkdir()
     copy_repo(dest)
-    # the GNN's seed ensemble and epoch budget sized for the CI's time (two members keep predict's averaging
-    # tested); in conf/local, so `dvc exp run -S ...` in the copy composes them too
+    # the GNN's seed ensemble and epoch budget and stage autotune's budget sized for the CI's time (two members keep
+    # predict's averaging tested); in conf/local, so `dvc exp run -S ...` in the copy composes them too
     (dest / "conf" / "local" / "default.yaml").write_text(CI_LOCAL_CONF)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):

@@ -103,6 +103,31 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
 
 
 @pytest.mark.slow
+def test_the_stage_pool_gives_the_rows_of_one_process(repo, tmp_path, monkeypatch):
+    import torch
+
+    from pipeline.config import load_cfg
+    from pipeline.tuning.verify import run
+
+    dest, _ = repo
+    monkeypatch.chdir(dest)                                # the fixture's relative paths; run() writes under tmp
+    cfg = load_cfg([], params_file=dest / "params.yaml")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)                               # one thread here as in each of the two workers
+    try:
+        done = {}
+        for workers in (1, 2):
+            cfg.autotune.workers = workers
+            (tmp_path / str(workers)).mkdir()
+            done[workers] = run(cfg, tmp_path / str(workers), progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert done[1].metrics == done[2].metrics and len(done[2].metrics["programs"]) == 6
+    assert [t["program"] for t in done[1].timings["programs"]] == [t["program"] for t in done[2].timings["programs"]]
+    assert done[2].timings["workers"] == 2
+
+
+@pytest.mark.slow
 def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
     dest, env = repo
     lowered, compiled = tmp_path / "mine.hlo.txt", tmp_path / "mine_opt.hlo.txt"

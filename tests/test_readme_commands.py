@@ -57,6 +57,8 @@ gnn:
 lgbm:
   num_boost_round: 5
   num_threads: 1
+autotune:
+  stage_budget: 300    # as the repo fixture's (conftest.CI_LOCAL_CONF)
 """
 TRAIN_PY = """\
 import jax

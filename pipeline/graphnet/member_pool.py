@@ -13,7 +13,7 @@ time. Distributed (torchrun) and CUDA runs keep one member at a time.
 from __future__ import annotations
 
 import multiprocessing
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -44,6 +44,15 @@ def run_pool(task: Callable[[Job], Result], jobs: Sequence[Job], workers: int) -
     context = multiprocessing.get_context("spawn")
     with context.Pool(workers, maxtasksperchild=1) as pool:
         return pool.map(task, jobs, chunksize=1)
+
+
+def imap_pool(task: Callable[[Job], Result], jobs: Sequence[Job], workers: int) -> Iterator[Result]:
+    """`task(job)` of every job, as each finishes (any order), computed by `workers` spawned processes that each take
+    one job after another (stage autotune's programs: a worker's imports and models serve several jobs). `task` must
+    be a module-level function that sets its own torch threads, the jobs picklable."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers) as pool:
+        yield from pool.imap_unordered(task, jobs, chunksize=1)
 
 
 class Recorder:

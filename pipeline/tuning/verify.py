@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Mapping
 
 import numpy as np
+import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline.costmodel.layout import LayoutCostModel, LayoutCostParams
+from pipeline.graphnet.member_pool import imap_pool
 from pipeline.hlo.configs import SearchParams
 from pipeline.hlo.featurize import layout_configs
 from pipeline.hlo.node_features import with_layouts
@@ -33,7 +35,7 @@ from pipeline.tuning.program import Program, template_graph
 from pipeline.timings import DIGITS, Stopwatch
 from pipeline.tuning.report import aggregate, mean_std, share_of_gain
 from pipeline.tuning.guard import GuardSettings
-from pipeline.tuning.scorers import Guide, guide_of, measure_guard
+from pipeline.tuning.scorers import Guide, guide_of, load_members, measure_guard
 from pipeline.tuning.verify_tiles import verify_tiles
 from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.search import Guard, SearchResult, SearchSettings, changed_blocks, guard, run_search
@@ -56,13 +58,14 @@ class AutotuneSettings:
     oracle_budget: int
     oracle_random: int
     oracle_batch: int
+    workers: int = 1             # stage: built-in programs verified at once, each in its own process
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "AutotuneSettings":
         return cls(str(cfg["model"]), int(cfg["budget"]), int(cfg["stage_budget"]), int(cfg["seed"]),
                    SearchSettings.from_cfg(cfg["search"]), GuardSettings.from_cfg(cfg["guard"]),
                    int(cfg["calibration"]["configs"]), int(cfg["oracle"]["budget"]),
-                   int(cfg["oracle"]["random_samples"]), int(cfg["oracle"]["batch"]))
+                   int(cfg["oracle"]["random_samples"]), int(cfg["oracle"]["batch"]), int(cfg["workers"]))
 
 
 def builtin_test_programs(cfg: DictConfig) -> list:
@@ -183,30 +186,91 @@ def measure_guards(cfg: DictConfig, s: AutotuneSettings, progress: bool) -> dict
             for c in tqdm(collections, desc="autotune guard", unit="collection", disable=not progress)}
 
 
+@dataclass(frozen=True)
+class ProgramJob:
+    """One built-in test program to verify in a pool worker (picklable): the config, the guard tables of the layout
+    collections (slug -> table, `measure_guard`), the program's name, the work folder and the worker's torch
+    threads (None: torch's own count, in the stage's process)."""
+
+    cfg: DictConfig
+    tables: dict
+    name: str
+    work_dir: str
+    threads: int | None = None
+
+
+def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[list[dict], list[dict], float]:
+    """(rows, their timing rows, oracle seconds) of one built-in test program x each layout collection of its
+    source in `job.tables`; the guides are built from the tables and the models on disk unless given."""
+    if job.threads is not None:
+        torch.set_num_threads(job.threads)
+    cfg = job.cfg
+    s = AutotuneSettings.from_cfg(cfg.autotune)
+    zoo_program = next(p for p in builtin_test_programs(cfg) if p.name == job.name)
+    collections = [c for c in (Collection.parse(x) for x in cfg.data.collections)
+                   if c.slug in job.tables and c.source == zoo_program.source]
+    if guides is None:
+        guides = {c.slug: guide_of(job.tables[c.slug], s.model, c,
+                                   load_members(cfg, job.tables[c.slug]["models"][s.model]["weights"], c),
+                                   s.guard.by_distance) for c in collections}
+    case = builtin_case(zoo_program, layout_cost(cfg.synthesize.layout_cost), s)
+    rows, times = [], []
+    for c in collections:
+        template = template_graph(cfg, case.program, c, Path(job.work_dir))
+        row, seconds = verify_program(case.program, case.space, case.truth, case.oracle_ns, c, guides[c.slug],
+                                      template, s, search_params(cfg.featurize.search))
+        rows.append(row)
+        times.append(seconds)
+    return rows, times, case.oracle.seconds
+
+
+def verify_all(cfg: DictConfig, tables: dict, guides: dict, work_dir: Path, workers: int,
+               progress: bool) -> list[tuple[list[dict], list[dict], float]]:
+    """`verify_builtin` of every built-in test program, in the zoo's order: in this process with `workers` 1, else
+    in a pool of that many spawned processes sharing the cores (`pipeline.graphnet.member_pool`), one program at a
+    time each. A row depends only on its program, collection and seed, so the pool's results are those of one
+    process with the same torch threads."""
+    names = [p.name for p in builtin_test_programs(cfg)]
+    bar = tqdm(total=len(names), desc="autotune", unit="program", disable=not progress)
+    if workers <= 1:
+        done = []
+        for name in names:
+            done.append(verify_builtin(ProgramJob(cfg, tables, name, str(work_dir)), guides))
+            bar.update()
+        bar.close()
+        return done
+    threads = max(1, torch.get_num_threads() // workers)
+    jobs = [ProgramJob(cfg, tables, name, str(work_dir), threads) for name in names]
+    by_name = {}
+    for name, result in imap_pool(verify_named, jobs, workers):
+        by_name[name] = result
+        bar.update()
+    bar.close()
+    return [by_name[name] for name in names]
+
+
+def verify_named(job: ProgramJob) -> tuple[str, tuple]:
+    """A pool worker's task: (the program's name, `verify_builtin(job)`)."""
+    return job.name, verify_builtin(job)
+
+
 def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
     """The guard of every collection, then every built-in test program x layout collection verified (the rows and
-    their aggregates) and every built-in test kernel's tile pick (`pipeline.tuning.verify_tiles`)."""
+    their aggregates; `autotune.workers` programs at a time) and every built-in test kernel's tile pick
+    (`pipeline.tuning.verify_tiles`)."""
     watch = Stopwatch()
     s = AutotuneSettings.from_cfg(cfg.autotune)
-    params = layout_cost(cfg.synthesize.layout_cost)
-    featurize_search = search_params(cfg.featurize.search)
     measured = measure_guards(cfg, s, progress)
     guard_seconds = watch.elapsed()
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
     zoo = builtin_test_programs(cfg)
     guides = {c.slug: guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1], s.guard.by_distance)
               for c in collections if any(p.source == c.source for p in zoo)}
-    rows, times, oracle_seconds = [], [], 0.0
-    for zoo_program in tqdm(zoo, desc="autotune", unit="program", disable=not progress):
-        case = builtin_case(zoo_program, params, s)
-        oracle_seconds += case.oracle.seconds
-        for c in collections:
-            if c.slug in guides and c.source == zoo_program.source:
-                template = template_graph(cfg, case.program, c, work_dir)
-                row, seconds = verify_program(case.program, case.space, case.truth, case.oracle_ns, c,
-                                              guides[c.slug], template, s, featurize_search)
-                rows.append(row)
-                times.append(seconds)
+    tables = {slug: measured[slug][0] for slug in guides}
+    done = verify_all(cfg, tables, guides, work_dir, s.workers, progress)
+    rows = [row for program_rows, _, _ in done for row in program_rows]
+    times = [t for _, program_times, _ in done for t in program_times]
+    oracle_seconds = sum(seconds for _, _, seconds in done)
     per_collection = {c.name: aggregate([r for r in rows if r["collection"] == c.name])
                       for c in collections if c.slug in guides}
     calibration = {g.collection.name: {m.name: vars(cal) for m, cal in zip(g.members, g.calibrations)}
@@ -219,5 +283,5 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
     timings = {"seconds": watch.elapsed(), "guard_seconds": guard_seconds,
                "oracle_seconds": round(oracle_seconds, DIGITS),
                "tile_seconds": round(watch.elapsed() - tiles_started, DIGITS),
-               "search_seconds": mean_std([t["seconds"] for t in times]), "programs": times}
+               "search_seconds": mean_std([t["seconds"] for t in times]), "programs": times, "workers": s.workers}
     return Verification(metrics, timings, {slug: table for slug, (table, _) in measured.items()})
