@@ -232,7 +232,7 @@ def verify_all(cfg: DictConfig, tables: dict, guides: dict, work_dir: Path, work
     process with the same torch threads."""
     names = [p.name for p in builtin_test_programs(cfg)]
     bar = tqdm(total=len(names), desc="autotune", unit="program", disable=not progress)
-    if workers <= 1:
+    if workers <= 1 or not names:                       # no pool to start without built-in programs (real data)
         done = []
         for name in names:
             done.append(verify_builtin(ProgramJob(cfg, tables, name, str(work_dir)), guides))

@@ -48,3 +48,15 @@ def test_the_featurizer_baseline_keeps_no_sample_that_changes_a_frozen_block():
     both = np.concatenate([dot_changed, reshape_changed])
     assert _best_guarded(np.array([-1.0, -0.5]), both, space, rule).tolist() == reshape_changed[0].tolist()
     assert _best_guarded(np.array([-1.0, -0.05]), both, space, rule).tolist() == space.default()[0].tolist()
+
+
+def test_no_builtin_program_starts_no_worker_pool(tmp_path, monkeypatch):
+    import pipeline.tuning.verify as verify
+
+    def no_pool(*args):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(verify, "imap_pool", no_pool)
+    assert verify.verify_all(load_cfg(["data=tpugraphs"]), {}, {}, tmp_path, 2, progress=False) == []
+    with pytest.raises(AssertionError, match="a pool was started"):         # a preset with programs: the pool
+        verify.verify_all(load_cfg(["data=programs_ci"]), {}, {}, tmp_path, 2, progress=False)
