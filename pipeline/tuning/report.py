@@ -61,7 +61,7 @@ def unmeasured(space: LayoutSpace) -> list[dict]:
 
 def frozen_beside(space: LayoutSpace) -> int:
     """Blocks of measured kinds frozen because they lie beside an unmeasured one (`LayoutSpace.freeze_beside`)."""
-    return sum(space.frozen_kinds().values()) - sum(space.frozen_kinds(unmeasured=True).values())
+    return 0 if space.frozen is None else int(np.count_nonzero(space.frozen & ~space.unmeasured))
 
 
 def summary_lines(result: dict) -> list[str]:

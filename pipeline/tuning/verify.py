@@ -188,25 +188,24 @@ def measure_guards(cfg: DictConfig, s: AutotuneSettings, progress: bool) -> dict
 
 @dataclass(frozen=True)
 class ProgramJob:
-    """One built-in test program to verify in a pool worker (picklable): the config, the guard tables of the layout
-    collections (slug -> table, `measure_guard`), the program's name, the work folder and the worker's torch
+    """One built-in test program to verify, maybe in a pool worker (picklable): the config, the guard tables of the
+    layout collections (slug -> table, `measure_guard`), the zoo program, the work folder and the worker's torch
     threads (None: torch's own count, in the stage's process)."""
 
     cfg: DictConfig
     tables: dict
-    name: str
+    zoo_program: object
     work_dir: str
     threads: int | None = None
 
 
-def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[list[dict], list[dict], float]:
-    """(rows, their timing rows, oracle seconds) of one built-in test program x each layout collection of its
-    source in `job.tables`; the guides are built from the tables and the models on disk unless given."""
+def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[str, list[dict], list[dict], float]:
+    """(program name, rows, their timing rows, oracle seconds) of one built-in test program x each layout collection
+    of its source in `job.tables`; the guides are built from the tables and the models on disk unless given."""
     if job.threads is not None:
         torch.set_num_threads(job.threads)
-    cfg = job.cfg
+    cfg, zoo_program = job.cfg, job.zoo_program
     s = AutotuneSettings.from_cfg(cfg.autotune)
-    zoo_program = next(p for p in builtin_test_programs(cfg) if p.name == job.name)
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections)
                    if c.slug in job.tables and c.source == zoo_program.source]
     if guides is None:
@@ -214,44 +213,32 @@ def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[list[di
                                    load_members(cfg, job.tables[c.slug]["models"][s.model]["weights"], c),
                                    s.guard.by_distance) for c in collections}
     case = builtin_case(zoo_program, layout_cost(cfg.synthesize.layout_cost), s)
+    featurize_search = search_params(cfg.featurize.search)
     rows, times = [], []
     for c in collections:
         template = template_graph(cfg, case.program, c, Path(job.work_dir))
         row, seconds = verify_program(case.program, case.space, case.truth, case.oracle_ns, c, guides[c.slug],
-                                      template, s, search_params(cfg.featurize.search))
+                                      template, s, featurize_search)
         rows.append(row)
         times.append(seconds)
-    return rows, times, case.oracle.seconds
+    return zoo_program.name, rows, times, case.oracle.seconds
 
 
-def verify_all(cfg: DictConfig, tables: dict, guides: dict, work_dir: Path, workers: int,
-               progress: bool) -> list[tuple[list[dict], list[dict], float]]:
-    """`verify_builtin` of every built-in test program, in the zoo's order: in this process with `workers` 1, else
-    in a pool of that many spawned processes sharing the cores (`pipeline.graphnet.member_pool`), one program at a
-    time each. A row depends only on its program, collection and seed, so the pool's results are those of one
-    process with the same torch threads."""
-    names = [p.name for p in builtin_test_programs(cfg)]
-    bar = tqdm(total=len(names), desc="autotune", unit="program", disable=not progress)
-    if workers <= 1 or not names:                       # no pool to start without built-in programs (real data)
-        done = []
-        for name in names:
-            done.append(verify_builtin(ProgramJob(cfg, tables, name, str(work_dir)), guides))
-            bar.update()
-        bar.close()
-        return done
-    threads = max(1, torch.get_num_threads() // workers)
-    jobs = [ProgramJob(cfg, tables, name, str(work_dir), threads) for name in names]
+def verify_all(cfg: DictConfig, zoo: list, tables: dict, guides: dict, work_dir: Path, workers: int,
+               progress: bool) -> list[tuple[str, list[dict], list[dict], float]]:
+    """`verify_builtin` of every program of `zoo`, in its order: in this process with `workers` 1, else in a pool
+    of that many spawned processes sharing the cores (`pipeline.graphnet.member_pool`), one program at a time
+    each. A row depends only on its program, collection and seed, so the pool's results are those of one process
+    with the same torch threads."""
+    if workers <= 1 or not zoo:                         # no pool to start without built-in programs (real data)
+        done = (verify_builtin(ProgramJob(cfg, tables, p, str(work_dir)), guides) for p in zoo)
+    else:
+        threads = max(1, torch.get_num_threads() // workers)
+        done = imap_pool(verify_builtin, [ProgramJob(cfg, tables, p, str(work_dir), threads) for p in zoo], workers)
     by_name = {}
-    for name, result in imap_pool(verify_named, jobs, workers):
-        by_name[name] = result
-        bar.update()
-    bar.close()
-    return [by_name[name] for name in names]
-
-
-def verify_named(job: ProgramJob) -> tuple[str, tuple]:
-    """A pool worker's task: (the program's name, `verify_builtin(job)`)."""
-    return job.name, verify_builtin(job)
+    for result in tqdm(done, total=len(zoo), desc="autotune", unit="program", disable=not progress):
+        by_name[result[0]] = result
+    return [by_name[p.name] for p in zoo]
 
 
 def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
@@ -267,10 +254,10 @@ def run(cfg: DictConfig, work_dir: Path, progress: bool = True) -> Verification:
     guides = {c.slug: guide_of(measured[c.slug][0], s.model, c, measured[c.slug][1], s.guard.by_distance)
               for c in collections if any(p.source == c.source for p in zoo)}
     tables = {slug: measured[slug][0] for slug in guides}
-    done = verify_all(cfg, tables, guides, work_dir, s.workers, progress)
-    rows = [row for program_rows, _, _ in done for row in program_rows]
-    times = [t for _, program_times, _ in done for t in program_times]
-    oracle_seconds = sum(seconds for _, _, seconds in done)
+    done = verify_all(cfg, zoo, tables, guides, work_dir, s.workers, progress)
+    rows = [row for _, program_rows, _, _ in done for row in program_rows]
+    times = [t for _, _, program_times, _ in done for t in program_times]
+    oracle_seconds = sum(seconds for *_, seconds in done)
     per_collection = {c.name: aggregate([r for r in rows if r["collection"] == c.name])
                       for c in collections if c.slug in guides}
     calibration = {g.collection.name: {m.name: vars(cal) for m, cal in zip(g.members, g.calibrations)}

@@ -57,6 +57,7 @@ def test_no_builtin_program_starts_no_worker_pool(tmp_path, monkeypatch):
         raise AssertionError("a pool was started")
 
     monkeypatch.setattr(verify, "imap_pool", no_pool)
-    assert verify.verify_all(load_cfg(["data=tpugraphs"]), {}, {}, tmp_path, 2, progress=False) == []
+    real, preset = load_cfg(["data=tpugraphs"]), load_cfg(["data=programs_ci"])
+    assert verify.verify_all(real, builtin_test_programs(real), {}, {}, tmp_path, 2, progress=False) == []
     with pytest.raises(AssertionError, match="a pool was started"):         # a preset with programs: the pool
-        verify.verify_all(load_cfg(["data=programs_ci"]), {}, {}, tmp_path, 2, progress=False)
+        verify.verify_all(preset, builtin_test_programs(preset), {}, {}, tmp_path, 2, progress=False)
