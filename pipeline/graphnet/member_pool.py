@@ -8,7 +8,8 @@ alone with the same thread count (tests/graphnet/test_graphnet_member_pool.py).
 
 Workers are spawned (not forked: a forked OpenMP runtime can hang), import the stage afresh and return their
 results to the parent, which writes the stage's outputs; their progress lines go to the same stdout, one line at a
-time. Distributed (torchrun) and CUDA runs keep one member at a time.
+time. Distributed (torchrun) and CUDA runs keep one member at a time. Stage autotune verifies its built-in test
+programs in the same kind of pool (`imap_pool`, pipeline/tuning/verify.py), a worker taking one after another.
 """
 from __future__ import annotations
 
