@@ -1,8 +1,10 @@
 """The offline page template of `dvc plots show`: Vega inlined from vl-convert-python, no CDN, DVC's placeholders."""
 import configparser
+import json
 import re
 
 import pytest
+import yaml
 
 from pipeline.config import compose, repo_root
 from pipeline.plots_page import inline_script, page_template, write_template
@@ -37,3 +39,49 @@ def test_dvc_config_points_at_the_configured_template():
     parser.read(repo_root() / ".dvc" / "config")
     configured = (repo_root() / ".dvc" / parser["plots"]["html_template"]).resolve()
     assert configured == (repo_root() / compose([]).summary.page_template).resolve()
+
+
+def filled_template(name: str, x: str, y: str, rows: list[dict]) -> dict:
+    """A `.dvc/plots` template with DVC's placeholders filled as `dvc plots show` fills them."""
+    text = (repo_root() / ".dvc" / "plots" / f"{name}.json").read_text()
+    text = text.replace('"<DVC_METRIC_DATA>"', json.dumps(rows)).replace("<DVC_METRIC_TITLE>", name)
+    for placeholder, value in (("<DVC_METRIC_X_LABEL>", x), ("<DVC_METRIC_Y_LABEL>", y), ("<DVC_METRIC_X>", x),
+                               ("<DVC_METRIC_Y>", y)):
+        text = text.replace(placeholder, value)
+    assert "<DVC_" not in text, f"{name}: a DVC placeholder the test does not fill"
+    return json.loads(text)
+
+
+def svg_height(svg: str) -> float:
+    return float(re.search(r'<svg[^>]*\bheight="([\d.]+)"', svg).group(1))
+
+
+def rows_per_graph(graphs: int) -> list[dict]:
+    return [{"graph_id": f"kernel_{g:02d}", "model": model, "score": 0.5 + 0.01 * g}
+            for g in range(graphs) for model in ("heuristic", "lgbm", "gnn", "ensemble")]
+
+
+def test_every_dvc_yaml_plot_template_renders():
+    """Each template dvc.yaml names compiles and renders (vl-convert, offline) with rows of its x and y fields."""
+    vl_convert = pytest.importorskip("vl_convert")
+    plots = yaml.safe_load((repo_root() / "dvc.yaml").read_text())["plots"]
+    assert plots, "dvc.yaml has no plots"
+    for entry in plots:
+        (props,) = entry.values()
+        x, y = props["x"], props["y"]
+        rows = [{x: 0.1 * i, y: 0.2 * i, "model": "gnn", "collection": "tile-xla", "seed": 0, "graph_id": f"g{i}"}
+                for i in range(4)]
+        svg = vl_convert.vegalite_to_svg(filled_template(props["template"], x, y, rows))
+        assert "<path" in svg and svg_height(svg) > 50, props["template"]
+
+
+def test_the_per_graph_chart_fits_dozens_of_graphs_on_a_screen():
+    """The tile collection's valid split holds dozens of kernels: one row of dots per graph keeps 48 of them (x 4
+    models) under 1200 px, where bars of 24 px per model took about 5000; 4 graphs still get rows a label fits."""
+    vl_convert = pytest.importorskip("vl_convert")
+    tall = svg_height(vl_convert.vegalite_to_svg(filled_template("models_by_graph", "score", "graph_id",
+                                                                rows_per_graph(48))))
+    short = svg_height(vl_convert.vegalite_to_svg(filled_template("models_by_graph", "score", "graph_id",
+                                                                 rows_per_graph(4))))
+    assert tall < 1200, tall
+    assert short > 4 * 16, short
