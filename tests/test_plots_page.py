@@ -57,9 +57,11 @@ def svg_height(svg: str) -> float:
     return float(re.search(r'<svg[^>]*\bheight="([\d.]+)"', svg).group(1))
 
 
-def rows_per_graph(graphs: int) -> list[dict]:
-    return [{"graph_id": f"kernel_{g:02d}", "model": model, "score": 0.5 + 0.01 * g}
+def per_graph_chart_height(graphs: int) -> float:
+    """Rendered height (px) of the per-graph chart for `graphs` graphs x 4 models."""
+    rows = [{"graph_id": f"kernel_{g:02d}", "model": model, "score": 0.5 + 0.01 * g}
             for g in range(graphs) for model in ("heuristic", "lgbm", "gnn", "ensemble")]
+    return svg_height(vl_convert.vegalite_to_svg(filled_template("models_by_graph", "score", "graph_id", rows)))
 
 
 def test_every_dvc_yaml_plot_template_renders():
@@ -80,9 +82,6 @@ def test_every_dvc_yaml_plot_template_renders():
 def test_the_per_graph_chart_fits_dozens_of_graphs_on_a_screen():
     """The tile collection's valid split holds dozens of kernels: one row of dots per graph keeps 48 of them (x 4
     models) under 1200 px, where bars of 24 px per model took about 5000; 4 graphs still get rows a label fits."""
-    tall = svg_height(vl_convert.vegalite_to_svg(filled_template("models_by_graph", "score", "graph_id",
-                                                                rows_per_graph(48))))
-    short = svg_height(vl_convert.vegalite_to_svg(filled_template("models_by_graph", "score", "graph_id",
-                                                                 rows_per_graph(4))))
+    tall, short = per_graph_chart_height(48), per_graph_chart_height(4)
     assert tall < 1200, tall
     assert short > 4 * 16, short
