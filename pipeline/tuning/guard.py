@@ -102,7 +102,7 @@ def changed_kinds(opcodes: np.ndarray, node_config_feat: np.ndarray) -> frozense
     configurations [C, NC, 18], opcodes [NC] of its configurable nodes: the moves the valid split measured. A
     block of another kind was never changed there, so its error was never seen: on layout:xla:random (convolutions,
     2-d dots, reshapes) the models predicted a 4-d dot's two blocks 3.3x faster, and the cost model timed them 4%
-    slower (docs/autotune.md, "Blocks no valid configuration changed")."""
+    slower (docs/autotune-log.md, "Blocks no valid configuration changed")."""
     feat = np.asarray(node_config_feat)
     blocks = feat.reshape(len(feat), feat.shape[1], 3, MAX_DIMS)               # [C, NC, 3, 6]
     ranks = (blocks != -1).sum(axis=3).max(axis=0)                             # [NC, 3]
