@@ -39,6 +39,19 @@ PARAMS_FILE = "params.yaml"
 MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir", "checkpoints_dir")   # paths.* a
 # model stage writes (checkpoints_dir: gnn's resumable state)
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
+
+
+def stage_output_key(cfg: DictConfig, path: str | os.PathLike) -> str | None:
+    """The `paths.<key>` of STAGE_OUTPUT_PATHS whose folder is `path` or holds it, else None: tools refuse to write
+    there (DVC owns those folders)."""
+    resolved = Path(path).resolve()
+    for key in STAGE_OUTPUT_PATHS:
+        owned = Path(cfg.paths[key]).resolve()
+        if resolved == owned or owned in resolved.parents:
+            return key
+    return None
+
+
 ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/local/, the overrides) is composed "
               "instead of params.yaml, and this stage writes over its DVC-tracked outputs (paths.*); `dvc status` "
               "shows them changed, and `dvc repro` puts back what params.yaml gives (from DVC's run cache when it "

@@ -5,7 +5,9 @@ program, `DIR/npz/layout/xla/{random,default}/test/<stem>.npz` (the whole module
 reshape) and `DIR/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel; needs optimised text),
 test split, runtimes all zero. Settings: the `featurize` conf group. Every program is parsed before anything is
 written; each collection's test folder is staged, validated with the data layer and then swapped in whole, so a
-crash leaves the previous folder. `--train-from ROOT` links the train and valid splits of an existing dataset root
+crash leaves the previous folder. DIR may not be a folder the DVC stages write (paths.*) nor an existing dataset
+whose graphs featurize did not write (`DIR/featurize.json` records its own); a program that gives no graph is named
+with the reason. `--train-from ROOT` links the train and valid splits of an existing dataset root
 (e.g. the built-in one; hard links, copies across file systems) beside the test files, so the pipeline
 trains on ROOT and ranks your programs:
 `python -m pipeline.config data=tpugraphs data.root=DIR 'data.collections=[...]' && dvc repro`.
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.errors import run_main
-from pipeline.config import load_cfg, module_prog, split_overrides
+from pipeline.config import load_cfg, module_prog, split_overrides, stage_output_key
 from pipeline.featurizer.dataset import featurize
 from pipeline.hlo.featurize import HloParseError
 from pipeline.settings.featurize import featurize_settings
@@ -38,15 +40,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
                          "`python -m pipeline.config` (or pass overrides)")
     settings = featurize_settings(cfg)
+    key = stage_output_key(cfg, args.out)
+    if key is not None:
+        raise SystemExit(f"featurize: --out {args.out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages "
+                         f"write; choose a folder elsewhere")
     try:
-        counts = featurize(args.programs, args.out, settings, args.train_from)
+        done = featurize(args.programs, args.out, settings, args.train_from)
     except (HloParseError, ValueError, FileNotFoundError) as err:
         raise SystemExit(f"featurize: {err}") from None
+    counts = done.counts
     if not any(counts.values()):
-        raise SystemExit(f"featurize: {', '.join(map(str, args.programs))}: no graph for any collection (layout needs "
-                         f"a convolution, dot or reshape; tile needs fused kernels, i.e. optimised HLO such as "
-                         f".compile().as_text()); nothing written")
+        raise SystemExit("featurize: " + "; ".join(f"{path}: {why}" for path, why in done.empty.items())
+                         + "; nothing written")
     print(f"wrote {args.out / NPZ_SUBDIR} (test split): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for path, why in done.empty.items():       # programs that gave nothing, named (the others were written)
+        print(f"  skipped {path}: {why}")
     for slug, count in counts.items():
         if count == 0:
             print(f"  {slug}: no graph (layout needs a convolution, dot or reshape; tile needs fused kernels, "

@@ -28,6 +28,14 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def blocking_file(path: str | os.PathLike, itself: bool = True) -> Path | None:
+    """The nearest of `path` (with `itself`) and its ancestors that exists and is not a folder, else None: where a
+    folder would have to be made for `path` and cannot be (an output path's one-line error names it)."""
+    path = Path(path)
+    return next((p for p in ((path,) if itself else ()) + tuple(path.parents) if p.exists() and not p.is_dir()),
+                None)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield the temporary path to write; it replaces `path` when the block exits cleanly (parents are created)."""

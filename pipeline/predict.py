@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from pipeline.config import STAGE_OUTPUT_PATHS, stage_args
+from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
-from pipeline.files import write_csv
+from pipeline.files import blocking_file, write_csv
 from pipeline.hlo.text import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name
 from pipeline.tpugraphs.npz import list_members
@@ -42,6 +42,7 @@ from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
 HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
 HLO_FIRST_WORD = "HloModule"
+UTF8_BOM = "\ufeff"                 # an editor's byte-order mark before `HloModule`: the HLO reader skips it too
 HLO_SNIFF_BYTES = 1 << 16           # read to find that first word, past `//` and `/* ... */` notes
 
 
@@ -118,7 +119,7 @@ def is_hlo_text(path: Path) -> bool:
         raise PredictError(f"{path}: expected an {GRAPH_SUFFIX} graph file, a folder of them, or HLO module text "
                            f"(a {' or '.join(HLO_SUFFIXES)} file)")
     with open(path, "rb") as f:
-        first = first_statement(f.read(HLO_SNIFF_BYTES).decode("utf-8", "replace"))
+        first = first_statement(f.read(HLO_SNIFF_BYTES).decode("utf-8", "replace").removeprefix(UTF8_BOM))
     if not first.startswith(HLO_FIRST_WORD):
         raise PredictError(f"{path}: expected HLO module text, whose first line (after comments) starts with "
                            f"'{HLO_FIRST_WORD}'; found {first[:60]!r}")
@@ -138,30 +139,37 @@ def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -
 
     with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:
         try:
-            featurize([path], Path(work), featurize_settings(cfg), progress=False)
+            done = featurize([path], Path(work), featurize_settings(cfg), progress=False)
         except (HloParseError, ValueError) as error:
             raise PredictError(str(error)) from None
         files = sorted(Path(work).rglob("*.npz"))
         if not files:
-            raise PredictError(f"{path}: no graph to rank (no convolution, dot or reshape; no fused kernel)")
+            raise PredictError(f"{path}: no graph to rank ({done.empty.get(str(path), 'none written')})")
         table = rank_files(cfg, files, model, None)
     table["source_file"] = str(path)
     return table
 
 
-def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str]) -> Path:
-    """--out, or a new file under predict.run_dir; refused inside a folder the DVC stages write."""
+def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str], source: Path) -> Path:
+    """--out, or a new file under predict.run_dir; refused where it would land on the input (`source` or a file in
+    it), below a file, on a folder, or inside a folder the DVC stages write."""
     if out is None:
         tag = next(iter(slugs)) if len(slugs) == 1 else "mixed"
         out = Path(cfg.predict.run_dir) / f"{model}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
     path = Path(out).resolve()
     if path.is_dir():
         raise PredictError(f"--out {out}: a folder; expected the path of the CSV file to write")
-    for key in STAGE_OUTPUT_PATHS:
-        owned = Path(cfg.paths[key]).resolve()
-        if path == owned or owned in path.parents:
-            raise PredictError(f"--out {out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write; "
-                               f"choose a path elsewhere")
+    blocking = blocking_file(path, itself=False)
+    if blocking is not None:
+        raise PredictError(f"--out {out}: {blocking} is a file; expected a folder to hold the CSV")
+    ranked = source.resolve()
+    if path == ranked or (source.is_dir() and ranked in path.parents and path.suffix == GRAPH_SUFFIX):
+        raise PredictError(f"--out {out}: the input {path if source.is_dir() else source}; the CSV would replace "
+                           f"it, so choose another path")
+    key = stage_output_key(cfg, path)
+    if key is not None:
+        raise PredictError(f"--out {out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write; "
+                           f"choose a path elsewhere")
     return Path(out)
 
 
@@ -186,10 +194,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         except ValueError as error:
             raise PredictError(f"--collection: {error}") from None
     if args.out is not None:
-        output_path(cfg, args.out, model, set())         # refused before the ranking, not after it
+        output_path(cfg, args.out, model, set(), Path(args.path))   # refused before the ranking, not after it
     table = rank_path(cfg, Path(args.path), model, args.collection)
-    out = output_path(cfg, args.out, model, {Collection.parse(c).slug for c in table["collection"]})
-    for (source, graph_id), rows in table.groupby(["source_file", "graph_id"], sort=False):
+    slugs = {Collection.parse(c).slug for c in table["collection"]}
+    out = output_path(cfg, args.out, model, slugs, Path(args.path))
+    for (source, _, graph_id), rows in table.groupby(["source_file", "collection", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
         print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
     write_csv(table, out)

@@ -61,7 +61,7 @@ def test_rerun_replaces_the_test_folders(programs, tmp_path):
     main([str(programs[0]), "--out", str(tmp_path), *FAST])
     assert [p.stem for p in graph_paths(tmp_path, "layout:xla:random", "test")] == [program_stem(programs[0])]
     assert not (tmp_path / "npz" / "tile" / "xla" / "test").exists()        # no fused kernel: no folder
-    assert not [p for p in tmp_path.rglob("*") if ".staging" in p.name or ".retired" in p.name or
+    assert not [p for p in tmp_path.rglob("*") if "staging" in p.name or ".retired" in p.name or
                 p.name.endswith(".tmp")]
 
 
@@ -115,3 +115,55 @@ def test_a_renamed_program_gets_the_same_configurations(programs, tmp_path):
     assert len(first) == len(second) > 1
     stem = programs[0].name.removesuffix(".hlo.txt")
     assert {k.replace(stem, "other_name"): v for k, v in first.items()} == second
+
+
+def test_an_out_holding_other_graphs_or_owned_by_dvc_is_refused_and_left_alone(programs, tmp_path):
+    """featurize replaces a root's test split whole: an --out whose test folder holds a graph it did not write (an
+    existing dataset) is refused, and so is a folder the DVC stages write; nothing there changes. A rerun into its
+    own output is not refused (test_rerun_replaces_the_test_folders)."""
+    write_npz(tmp_path / "npz" / "layout" / "xla" / "random" / "test" / "theirs.npz", make_layout_arrays())
+    before = digest(tmp_path)
+    with pytest.raises(SystemExit, match=r"test holds 1 graph\(s\) featurize did not write \(e.g. theirs.npz"):
+        main([str(programs[0]), "--out", str(tmp_path), *FAST])
+    assert digest(tmp_path) == before and not (tmp_path / "featurize.json").exists()
+    with pytest.raises(SystemExit, match=r"--out data/synthetic/mine: inside paths.synthetic_dir"):
+        main([str(programs[0]), "--out", "data/synthetic/mine", *FAST])
+    assert not Path("data/synthetic/mine").exists()
+
+
+def test_train_from_may_not_replace_other_train_graphs(programs, tmp_path):
+    root, out = tmp_path / "builtin", tmp_path / "mine"
+    for collection in COLLECTIONS:
+        for split in ("train", "valid"):
+            arrays = make_tile_arrays() if collection.kind == "tile" else make_layout_arrays()
+            write_npz(root / "npz" / collection.subdir / split / f"tiny_{split}.npz", arrays)
+    write_npz(out / "npz" / "tile" / "xla" / "train" / "mine.npz", make_tile_arrays())
+    with pytest.raises(SystemExit, match=r"tile/xla/train holds 1 graph\(s\) featurize did not write \(e.g. mine"):
+        main([str(programs[0]), "--out", str(out), "--train-from", str(root), *FAST])
+
+
+def test_an_out_below_a_file_is_refused(programs, tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    for out in (blocker, blocker / "sub"):
+        with pytest.raises(SystemExit, match=f"--out {out}: {blocker} is a file; expected a folder"):
+            main([str(programs[0]), "--out", str(out), *FAST])
+
+
+def test_programs_without_a_graph_are_named_and_alone_write_nothing(programs, tmp_path, capsys):
+    """Of two programs, one without a convolution, dot or reshape is named with the reason while the other is
+    written; programs that all give no graph write nothing (not even a folder), and a rank-8 dot is named as
+    such, not as 'no dot'."""
+    empty, rank8 = tmp_path / "params.hlo.txt", tmp_path / "rank8.hlo.txt"
+    empty.write_text("HloModule p\n\nENTRY main {\n  ROOT x = f32[4,4]{1,0} parameter(0)\n}\n")
+    rank8.write_text("HloModule r\n\nENTRY main {\n  a = f32[2,2,2,2,2,2,2,4]{7,6,5,4,3,2,1,0} parameter(0)\n"
+                     "  b = f32[4,8]{1,0} parameter(1)\n  ROOT c = f32[2,2,2,2,2,2,2,8]{7,6,5,4,3,2,1,0} dot(a, b), "
+                     "lhs_contracting_dims={7}, rhs_contracting_dims={0}\n}\n")
+    main([str(empty), str(programs[0]), "--out", str(tmp_path / "a"), *FAST])
+    assert (f"skipped {empty}: no configurable node (convolution, dot, reshape) to lay out; no fused kernel"
+            in capsys.readouterr().out)
+    assert [p.stem for p in graph_paths(tmp_path / "a", "layout:xla:random", "test")] == [program_stem(programs[0])]
+    with pytest.raises(SystemExit, match=rf"{rank8}: no configurable node: its 1 convolution, dot or reshape node"
+                                         rf"\(s\) are none of rank 1-6 .*c: ranks \[8, 8, 2\]\).*; nothing written"):
+        main([str(empty), str(rank8), "--out", str(tmp_path / "b"), *FAST])
+    assert not (tmp_path / "b").exists()

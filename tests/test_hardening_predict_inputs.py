@@ -102,6 +102,36 @@ def test_hlo_text_opening_with_comments_is_hlo_text(tmp_path):
         is_hlo_text(tmp_path / "n.txt")
 
 
+def test_hlo_text_after_a_byte_order_mark_is_hlo_text(tmp_path):
+    """An editor's UTF-8 BOM before `HloModule`: the HLO reader skips it, so predict's sniffing must too."""
+    from pipeline.predict import is_hlo_text
+
+    path = tmp_path / "bom.hlo.txt"
+    path.write_text("\ufeffHloModule m\n", encoding="utf-8")
+    assert is_hlo_text(path)
+
+
+def test_an_out_that_would_replace_an_input_or_lies_below_a_file_is_refused(setup, tmp_path):
+    """--out on the input graph (or program), or on a graph inside an input folder, would be replaced by the CSV;
+    --out below a file cannot be written: each is refused in one line before any ranking, the input intact."""
+    from pipeline.predict import output_path
+
+    overrides, graph, base = setup
+    cfg, before = compose(overrides), graph.read_bytes()
+    for source in (graph, graph.parent):
+        with pytest.raises(PredictError, match=f"--out {graph}: the input {graph}; the CSV would replace it"):
+            output_path(cfg, str(graph), "lgbm", set(), source)
+    line = error_line(run_entry("pipeline.predict", graph, "--model", "heuristic", "--collection", SLUG, "--out",
+                                graph, *overrides))
+    assert line == f"error: --out {graph}: the input {graph}; the CSV would replace it, so choose another path"
+    assert graph.read_bytes() == before
+    blocker = tmp_path / "f.csv"
+    blocker.write_text("x")
+    with pytest.raises(PredictError, match=f"--out {blocker}/x.csv: {blocker} is a file; expected a folder"):
+        output_path(cfg, str(blocker / "x.csv"), "lgbm", set(), graph)
+    assert output_path(cfg, str(tmp_path / "ok.csv"), "lgbm", set(), graph) == tmp_path / "ok.csv"
+
+
 @pytest.mark.slow
 def test_ensemble_weights_of_other_data_are_refused_and_of_this_data_used(setup):
     overrides, graph, base = setup

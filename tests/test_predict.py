@@ -104,6 +104,8 @@ def test_predict_ranks_hlo_text_of_a_program_it_never_saw(repo, tmp_path, jax_hl
     table = pd.read_csv(out)
     assert set(table["collection"]) == {"tile:xla", "layout:xla:random", "layout:xla:default"}
     assert set(table["source_file"]) == {str(program)}
+    for collection in ("tile:xla", "layout:xla:random", "layout:xla:default"):   # one summary line per collection
+        assert f"{program} ({collection}, lgbm): top 2 of " in done.stdout
     for (_, graph_id), rows in table.groupby(["collection", "graph_id"]):   # every config ranked exactly once
         assert sorted(rows["rank"]) == list(range(1, len(rows) + 1))
         assert sorted(rows["config_index"]) == list(range(len(rows)))

@@ -2,8 +2,12 @@
 
 Per program: `OUT/npz/layout/xla/{random,default}/test/<stem>.npz` (the whole module) and
 `OUT/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel). Every program is parsed before anything
-is written; each collection's test folder is staged, validated with the data layer and then swapped in whole, so a
-crash leaves the previous folder. `link_train_from` links an existing root's train and valid splits beside them.
+is written; each collection's test folder is staged (`OUT/.featurize-staging/`), validated with the data layer and
+then swapped in whole, so a crash leaves the previous folder. `OUT/featurize.json` records the files written: a rerun
+replaces them, but an OUT whose test (or, with --train-from, train/valid) folders hold other graphs, e.g. an
+existing dataset root, is refused. A program that gives no graph is named with the reason (`Featurized.empty`);
+when none gives one, nothing is written. `link_train_from` links an existing root's train and valid splits beside
+them.
 """
 from __future__ import annotations
 
@@ -18,9 +22,10 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.files import remove
+from pipeline.files import blocking_file, read_json, remove, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
-from pipeline.hlo.featurize import HloModule, SearchParams, layout_configs, layout_program, parse_module, tile_programs
+from pipeline.hlo.featurize import (HloModule, SearchParams, layout_configs, layout_program, parse_module, tile_programs,
+                                    why_no_layout_node)
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
@@ -31,6 +36,8 @@ TEST_SPLIT = "test"
 STEM_SUFFIXES = (".txt", ".hlo", ".pbtxt")
 TILE_HASH_DIGITS = 16              # tile stems: <program>_<16 hex>, as the official `<benchmark>_<hash>`
 STAGING, RETIRED = ".staging", ".retired"
+STAGING_ROOT = ".featurize-staging"   # OUT/<this>/<slug>/: test files written, validated, then swapped in
+OWNED = "featurize.json"           # OUT/<this>: the test files featurize wrote there (a rerun may replace them)
 
 
 @dataclass(frozen=True)
@@ -153,31 +160,93 @@ def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) ->
     return linked
 
 
+@dataclass(frozen=True)
+class Featurized:
+    """What `featurize` wrote: test files per collection slug, and why each program that gave none gave none."""
+
+    counts: dict[str, int]
+    empty: dict[str, str]          # program path -> the reason (no configurable node, no fused kernel)
+
+
+def written_before(out: Path) -> dict[str, set[str]]:
+    """File names per collection slug that an earlier `featurize` into `out` wrote (its OWNED record)."""
+    path = out / OWNED
+    if not path.is_file():
+        return {}
+    return {slug: set(names) for slug, names in read_json(path).get("files", {}).items()}
+
+
+def check_out(out: Path, collections: Sequence[Collection], train_from: Path | None) -> None:
+    """Refuse an `out` that is (or lies below) a file, or whose folders that featurize replaces hold graphs it did
+    not write there: a test folder's files not in its OWNED record, or (with `train_from`) a train or valid folder's
+    files that `train_from` does not hold (an existing dataset root: featurize replaces those folders whole)."""
+    blocking = blocking_file(out)
+    if blocking is not None:
+        raise ValueError(f"--out {out}: {blocking} is a file; expected a folder (the dataset root to write)")
+    owned = written_before(out)
+    for c in collections:
+        replaced = {TEST_SPLIT: owned.get(c.slug, set())}
+        if train_from is not None:
+            replaced.update({split: {p.name for p in (npz_root(train_from) / c.subdir / split).glob("*.npz")}
+                             for split in LABELLED_SPLITS})
+        for split, ours in replaced.items():
+            final = out / NPZ_SUBDIR / c.subdir / split
+            foreign = sorted({p.name for p in final.glob("*.npz")} - ours) if final.is_dir() else []
+            if foreign:
+                raise ValueError(f"--out {out}: {final} holds {len(foreign)} graph(s) featurize did not write (e.g. "
+                                 f"{foreign[0]}: an existing dataset?); featurize replaces that folder, so write to "
+                                 f"a new one")
+
+
+def no_graph_reason(module: HloModule) -> str:
+    """Why a program gave no file in any collection (the layout reason; tile needs fused kernels)."""
+    return (f"{why_no_layout_node(layout_program(module).graph)}; no fused kernel (tile needs optimised HLO such as "
+            f".compile().as_text())")
+
+
 def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from: Path | None = None,
-              progress: bool = True) -> dict[str, int]:
-    """Write every program's test files under out/npz; returns the file count per collection slug."""
+              progress: bool = True) -> Featurized:
+    """Write every program's test files under out/npz (see the module docstring). Nothing is written, and `out`
+    is left as it was, when no program gives a graph."""
     if train_from is not None and out.resolve() == Path(train_from).resolve():
         raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
+    check_out(out, s.collections, train_from)
     programs = read_programs([Path(p) for p in paths])
-    folders = {c.slug: out / NPZ_SUBDIR / c.subdir / (TEST_SPLIT + STAGING) for c in s.collections}
-    for folder in folders.values():
-        remove(folder)
-        folder.mkdir(parents=True)
-    counts = dict.fromkeys(folders, 0)
-    for stem, module in tqdm(programs, desc="featurize", unit="program", disable=not progress):
-        for c in s.collections:
-            write = write_tiles if c.kind == "tile" else write_layout
-            counts[c.slug] += write(module, stem, c, s, folders[c.slug])
-    written = [c for c in s.collections if counts[c.slug]]
-    for c in written:
-        validate_folder(folders[c.slug], c)
+    made_out, staging = not out.exists(), out / STAGING_ROOT
+    folders = {c.slug: staging / c.slug for c in s.collections}
+    counts, empty = dict.fromkeys(folders, 0), {}
+    try:
+        remove(staging)
+        for folder in folders.values():
+            folder.mkdir(parents=True)
+        for path, (stem, module) in zip(paths, tqdm(programs, desc="featurize", unit="program",
+                                                    disable=not progress)):
+            got = 0
+            for c in s.collections:
+                write = write_tiles if c.kind == "tile" else write_layout
+                n = write(module, stem, c, s, folders[c.slug])
+                counts[c.slug], got = counts[c.slug] + n, got + n
+            if not got:
+                empty[str(path)] = no_graph_reason(module)
+        written = [c for c in s.collections if counts[c.slug]]
+        for c in written:
+            validate_folder(folders[c.slug], c)
+    except BaseException:                       # a crash or a refused file: `out` as it was
+        remove(out if made_out else staging)
+        raise
+    if not written:                             # nothing to write: `out` as it was (and gone if this made it)
+        remove(out if made_out else staging)
+        return Featurized(counts, empty)
     for c in s.collections:                     # a collection without graphs gets no folder (an empty split is
-        final = folders[c.slug].with_name(TEST_SPLIT)   # refused by the data layer), old files of a rerun go too
+        final = out / NPZ_SUBDIR / c.subdir / TEST_SPLIT   # refused by the data layer), old files of a rerun go too
         if counts[c.slug]:
+            final.parent.mkdir(parents=True, exist_ok=True)
             _swap_in(folders[c.slug], final)
         else:
-            remove(folders[c.slug])
             remove(final)
+    remove(staging)
+    write_json({"files": {c.slug: sorted(p.name for p in (out / NPZ_SUBDIR / c.subdir / TEST_SPLIT).glob("*.npz"))
+                          for c in written}}, out / OWNED)
     if train_from is not None:
         link_train_from(train_from, out, written)
-    return counts
+    return Featurized(counts, empty)

@@ -85,6 +85,19 @@ def configurable_nodes(graph: HloGraph) -> np.ndarray:
     return np.array(ids, dtype=np.int64)
 
 
+def why_no_layout_node(graph: HloGraph) -> str:
+    """Why `configurable_nodes(graph)` is empty, for one-line errors: no convolution, dot or reshape at all, or the
+    first one and the rank that keeps it out (a layout block holds at most MAX_LAYOUT_RANK dims)."""
+    candidates = [n for n in graph.nodes if n.opcode in op.CONFIGURABLE]
+    if not candidates:
+        return "no configurable node (convolution, dot, reshape) to lay out"
+    first = candidates[0]
+    ranks = [first.rank, *(graph.nodes[o].rank for o in first.operands)]
+    return (f"no configurable node: its {len(candidates)} convolution, dot or reshape node(s) are none of rank "
+            f"1-{MAX_LAYOUT_RANK} with operands of rank <= {MAX_LAYOUT_RANK} (a layout block holds "
+            f"{MAX_LAYOUT_RANK} dims; {first.name or 'the first'}: ranks {ranks})")
+
+
 def layout_program(module: HloModule) -> LayoutProgram:
     graph = build_graph(module)
     return LayoutProgram(module.name, graph, node_feat_matrix(graph), graph.opcodes(), graph.edge_index(),
@@ -129,7 +142,7 @@ def layout_configs(program: LayoutProgram, search: str, n_configs: int, params: 
     """
     ids = program.config_node_ids
     if len(ids) == 0:
-        raise ValueError(f"{program.name}: no configurable node (convolution, dot, reshape) to lay out")
+        raise ValueError(f"{program.name}: {why_no_layout_node(program.graph)}")
     if max_config_nodes is not None and len(ids) > max_config_nodes:
         ids = np.sort(rng.choice(ids, size=max_config_nodes, replace=False))
     default_prob = float(rng.uniform(*params.default_block_prob))

@@ -16,6 +16,7 @@ allocates and its Shape proto (so the official featurizer) holds; an unbounded o
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +30,7 @@ ELEMENT_TYPES = frozenset({"pred", "s1", "s2", "s4", "s8", "s16", "s32", "s64", 
                            "f6e3m2fn", "f8e3m4", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2",
                            "f8e5m2fnuz", "f8e8m0fnu"})
 _ELEMENT_FAMILY = re.compile(r"[su]\d{1,2}|f\d{1,2}e\d{1,2}m\d{1,2}[a-z]*")
+MAX_ELEMENTS = 2 ** 63 - 1          # XLA sizes a shape (each dim and the element count) in int64
 METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # First lines of the texts passed by mistake for HLO text, and what they are.
 NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)"), "StableHLO/MLIR text"),
@@ -232,6 +234,8 @@ class _Reader:
             if not d.isdigit():
                 raise self.fail(line, "a dimension size (a non-negative integer)", d)
             dims.append(int(d))
+        if max(dims, default=0) > MAX_ELEMENTS or math.prod(dims) > MAX_ELEMENTS:
+            raise self.fail(line, f"a shape of at most {MAX_ELEMENTS} elements (XLA's int64 sizes)", m.group(0)[:80])
         pos, layout = m.end(), None
         if text.startswith("{", pos):
             end = closing(text, pos)

@@ -20,6 +20,7 @@ import numpy as np
 
 from pipeline.hlo.layout_ids import decode_block, layout_id, permutations
 from pipeline.hlo.configs import block_specs
+from pipeline.hlo.featurize import why_no_layout_node
 from pipeline.hlo.graph import HloGraph
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
 
@@ -47,7 +48,7 @@ class LayoutSpace:
         """The space of `graph` over `node_config_ids`; SpaceError naming `where` when there is no node."""
         ids = np.asarray(node_config_ids, dtype=np.int64)
         if len(ids) == 0:
-            raise SpaceError(f"{where}: no configurable node (convolution, dot, reshape) to lay out")
+            raise SpaceError(f"{where}: {why_no_layout_node(graph)}")
         ranks = np.zeros((len(ids), len(BLOCKS)), dtype=np.int64)
         defaults = [[None] * len(BLOCKS) for _ in ids]
         for k, spec in enumerate(block_specs(graph, ids)):

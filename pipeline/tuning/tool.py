@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.files import write_json
+from pipeline.files import blocking_file, write_json
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
-from pipeline.config import STAGE_OUTPUT_PATHS
+from pipeline.config import stage_output_key
 from pipeline.featurizer.dataset import program_stem
 from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
@@ -61,14 +61,13 @@ def checked_collection(cfg: DictConfig, name: str, kind: str, key: str) -> Colle
 def output_dir(cfg: DictConfig, out: Path | None) -> Path:
     """--out or autotune.out_dir; refused inside a folder the DVC stages write, or where a file stands."""
     folder = Path(out) if out is not None else Path(cfg.autotune.out_dir)
-    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    blocking = blocking_file(folder)
     if blocking is not None:
         name = "--out" if out is not None else "autotune.out_dir"
         raise PredictError(f"{name} {folder}: {blocking} is a file; expected a folder for <program>.json")
-    for key in STAGE_OUTPUT_PATHS:
-        owned = Path(cfg.paths[key]).resolve()
-        if folder.resolve() == owned or owned in folder.resolve().parents:
-            raise PredictError(f"--out {folder}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write")
+    key = stage_output_key(cfg, folder)
+    if key is not None:
+        raise PredictError(f"--out {folder}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write")
     return folder
 
 

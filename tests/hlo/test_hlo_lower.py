@@ -172,6 +172,10 @@ def test_entry_first_still_orders_callees_first():
     ("lhs_contracting_dims={1}", "lhs_contracting_dims={2}", 12,       # was an IndexError in a fused kernel
      "lhs contracting and batch dimensions distinct and below the lhs operand's rank 2, found 2 (in d)"),
     ("dot(x, w)", "dot(x)", 12, "two operands (lhs, rhs) on a dot, found 1 (in d)"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[9999999999999999999,3]{1,0} multiply(d, d)", 13,   # > int64
+     "a shape of at most 9223372036854775807 elements (XLA's int64 sizes), found 'f32[9999999999999999999,3]'"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[4294967296,4294967296]{1,0} multiply(d, d)", 13,   # 2^64 elements
+     "a shape of at most 9223372036854775807 elements"),
 ])
 def test_errors_name_the_source_and_line(old, new, line, expected):
     assert old in LOWERED
