@@ -17,6 +17,8 @@ from typing import Callable
 
 EXIT_BAD_INPUT = 2          # the status of every refused input (argparse uses the same for bad flags)
 ERROR_PREFIX = "error: "
+ECHO_CHARS = 80             # the most characters of an input value that a message echoes (`shortened`)
+ELLIPSIS = "..."
 
 
 class PipelineError(ValueError):
@@ -31,6 +33,20 @@ def one_line(message: str) -> str:
     """The message on one line (inner line breaks become '; '), prefixed with 'error: ' once."""
     text = "; ".join(part.strip() for part in str(message).splitlines() if part.strip()) or "failed"
     return text if text.startswith(ERROR_PREFIX) else ERROR_PREFIX + text
+
+
+def shortened(value: object, limit: int = ECHO_CHARS) -> str:
+    """`repr(value)` for echoing an input value in a message, never much longer than `limit` characters.
+
+    A string of at most `limit` characters is quoted whole; a longer one shows its first `limit - 3` characters,
+    quoted, then '...' (so a 10 MB token in a CSV costs one short line). Any other value: its repr, cut to `limit`
+    characters the same way.
+    """
+    keep = max(limit - len(ELLIPSIS), 0)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else repr(value[:keep]) + ELLIPSIS
+    text = repr(value)
+    return text if len(text) <= limit else text[:keep] + ELLIPSIS
 
 
 def missing_file(error: FileNotFoundError) -> str:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
-from pipeline.errors import PipelineError, run_main
+from pipeline.errors import PipelineError, run_main, shortened
 from pipeline.files import write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
@@ -66,7 +66,7 @@ def parse_indices(text: str) -> list[int]:
     full-width or superscript digits, which Kaggle's parser refuses)."""
     parts = str(text).split(SEPARATOR)
     if not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
-        raise ValueError(f"not a ';'-separated list of non-negative integers: {str(text)[:60]!r}")
+        raise ValueError(f"not a ';'-separated list of non-negative integers: {shortened(str(text))}")
     return [int(p) for p in parts]
 
 
@@ -114,10 +114,10 @@ def official_count_notes(table: pd.DataFrame, collections: Sequence[Collection])
 def validate_submission(table: pd.DataFrame, expected: Mapping[str, tuple[str, int]], tile_top_k: int) -> list[str]:
     """Every problem that would make Kaggle reject `table` (empty list = valid)."""
     if list(table.columns) != HEADER:
-        return [f"header is {list(table.columns)}; expected {HEADER}"]
-    problems = missing_collections(table, expected)
-    problems += [f"duplicate ID {i!r}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
-    problems += [f"unknown ID {i!r}" for i in sorted(set(table["ID"]) - set(expected))]
+        return [f"header is {shortened(list(table.columns))}; expected {HEADER}"]
+    problems = missing_collections(table, expected)       # IDs and values from the CSV are echoed `shortened`
+    problems += [f"duplicate ID {shortened(i)}" for i in sorted(table["ID"][table["ID"].duplicated()].unique())]
+    problems += [f"unknown ID {shortened(i)}" for i in sorted(set(table["ID"]) - set(expected))]
     problems += [f"missing ID {i!r}" for i in sorted(set(expected) - set(table["ID"]))]
     for row_id_, text in zip(table["ID"], table["TopConfigs"]):
         if row_id_ not in expected:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import EXIT_BAD_INPUT, PipelineError, one_line, run_main
+from pipeline.errors import EXIT_BAD_INPUT, PipelineError, one_line, run_main, shortened
 from pipeline.graphnet.checkpoint import CheckpointError
 from pipeline.hlo.text import HloParseError
 from pipeline.settings_types import SettingsError
@@ -52,3 +52,9 @@ def test_every_project_error_is_a_pipeline_error_and_still_a_value_error():
     for kind in (TpuGraphsFormatError, SettingsError, HloParseError, CheckpointError):
         assert issubclass(kind, PipelineError) and issubclass(kind, ValueError)
     assert one_line("error: x") == "error: x" and one_line("") == "error: failed"
+
+
+def test_shortened_quotes_short_values_whole_and_cuts_long_ones():
+    assert shortened("abc") == "'abc'" and shortened("x" * 80) == f"'{'x' * 80}'"
+    assert shortened("x" * 81) == f"'{'x' * 77}'..." and shortened("abcdef", limit=5) == "'ab'..."
+    assert shortened([1, 2]) == "[1, 2]" and shortened(list(range(100))) == repr(list(range(100)))[:77] + "..."

@@ -62,3 +62,17 @@ def test_invalid_submission_is_never_written(tmp_path):
 
 def test_ranking_scores_put_unlisted_last():
     assert list(ranking_scores([2, 0], 4)) == [1.0, 2.0, 0.0, 2.0]
+
+
+def test_echoed_ids_and_values_are_shortened():
+    """A huge token in the CSV (an ID, a TopConfigs value, a header name) is echoed as its first 77 characters,
+    quoted, then '...': `--check` prints one short line per problem, not the token."""
+    huge_id, huge_value = "x" * 100_000, "9," * 50_000
+    rows = valid_rows()[:2] + [("layout:nlp:default:cc", huge_value), (huge_id, "0"), (huge_id, "0")]
+    problems = validate_submission(table(rows), EXPECTED, 5)
+    assert f"duplicate ID '{'x' * 77}'..." in problems and f"unknown ID '{'x' * 77}'..." in problems
+    assert (f"layout:nlp:default:cc: not a ';'-separated list of non-negative integers: '{huge_value[:77]}'..."
+            in problems)
+    header = validate_submission(pd.DataFrame([["a", "b"]], columns=[huge_id, "TopConfigs"]), EXPECTED, 5)
+    assert header == [f"header is ['{'x' * 75}...; expected ['ID', 'TopConfigs']"]
+    assert max(len(p) for p in problems + header) < 200

@@ -40,12 +40,19 @@ LAYOUT_GROUPS = LGBM_LAYOUT_GROUPS
 
 @dataclass(frozen=True)
 class LayoutContext:
-    """What the configuration features need from one graph, computed once per graph."""
+    """What the configuration features need from one graph, computed once per graph.
 
+    Position k counts the configurable nodes in increasing node id, whatever order the file stores
+    `node_config_ids` in (the format allows any): `layout_features` reorders each chunk's node axis by `order`,
+    so every feature, sums over nodes included, is bit-for-bit independent of the stored order.
+    """
+
+    ids: np.ndarray           # [NC] int64 node ids in increasing order (position k -> node id)
+    order: np.ndarray | None  # [NC] stored position of the k-th id (argsort of node_config_ids); None: already sorted
     kind: np.ndarray          # [NC] index into NODE_KINDS
     shape: np.ndarray         # [NC, 6] float64 output dimension sizes, -1 past the rank
     hlo_layout: np.ndarray    # [NC, 6] int8 effective layout used for default blocks (HLO layout or XLA default)
-    edge_pairs: np.ndarray    # [P, 2] (consumer k, producer k), both configurable (k indexes node_config_ids)
+    edge_pairs: np.ndarray    # [P, 2] (consumer k, producer k), both configurable (k indexes ids)
     fixed_consumer: np.ndarray  # [Q] configurable consumer k with a non-configurable producer
     fixed_layout: np.ndarray  # [Q, 6] int8 HLO layout of that producer
     hlo_code: np.ndarray      # [NC] int32 block code of hlo_layout
@@ -59,7 +66,9 @@ def layout_context(graph: PrunedGraph) -> LayoutContext:
     """Precompute node kinds, shapes, HLO layouts and the configurable edges of one layout graph."""
     if graph.node_config_ids is None:
         raise ValueError(f"graph {graph.graph_id!r}: node_config_ids missing; layout features need a layout graph")
-    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    stored = np.asarray(graph.node_config_ids, dtype=np.int64)
+    order = np.argsort(stored, kind="stable")
+    ids = stored[order]
     raw = np.asarray(graph.node_feat_raw)
     opcode = np.asarray(graph.node_opcode)[ids]
     kind = np.full(len(ids), len(NODE_KINDS) - 1, dtype=np.int64)
@@ -74,7 +83,9 @@ def layout_context(graph: PrunedGraph) -> LayoutContext:
     fixed = (consumer_k >= 0) & (producer_k < 0)
     fixed_layout = all_layout[edges[fixed, 1]]
     all_elements = layouts.element_counts(raw)                               # [N]
-    return LayoutContext(kind=kind, shape=all_shape[ids], hlo_layout=all_layout[ids],
+    sorted_already = bool(np.all(order == np.arange(len(order))))
+    return LayoutContext(ids=ids, order=None if sorted_already else order, kind=kind, shape=all_shape[ids],
+                         hlo_layout=all_layout[ids],
                          edge_pairs=np.stack([consumer_k[both], producer_k[both]], 1),
                          fixed_consumer=consumer_k[fixed], fixed_layout=fixed_layout,
                          edge_elements=all_elements[edges[both, 1]], fixed_elements=all_elements[edges[fixed, 1]],
@@ -122,7 +133,7 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
 
     Args:
         ctx: `layout_context` of the graph.
-        node_config_feat: int8 [configs, NC, 18] rows of the graph's node_config_feat.
+        node_config_feat: int8 [configs, NC, 18] rows of the graph's node_config_feat, node axis as stored.
         groups: enabled feature groups (names in LAYOUT_GROUPS; others are ignored).
         max_perm_rank: largest rank whose permutations get their own `layout_perm` column.
 
@@ -130,6 +141,8 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
         float32 [configs, len(layout_feature_names(groups, max_perm_rank, top_nodes))].
     """
     feat = np.asarray(node_config_feat, dtype=np.int8)
+    if ctx.order is not None:
+        feat = feat[:, ctx.order]                                             # node axis in increasing node id
     n_configs, n_nodes = feat.shape[:2]
     blocks = feat.reshape(n_configs, n_nodes, len(LAYOUT_BLOCKS), MAX_DIMS)   # [configs, NC, 3, 6]
     code = block_codes(blocks)                                                # [configs, NC, 3]
@@ -172,7 +185,7 @@ def layout_features(ctx: LayoutContext, node_config_feat: np.ndarray, groups: se
     if "layout_minor" in groups:
         columns.append(_minor_features(ctx, slot0, slot1))
     if "layout_top_nodes" in groups:
-        columns.append(features_top_nodes.top_node_features(ctx.shape, ctx.kind, ctx.minor_table, blocks,
+        columns.append(features_top_nodes.top_node_features(ctx.shape, ctx.ids, ctx.kind, ctx.minor_table, blocks,
                                                             slot0, slot1, top_nodes))
     if not columns:
         return np.zeros((n_configs, 0), dtype=np.float32)

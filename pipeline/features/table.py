@@ -80,7 +80,7 @@ def graph_features(graph: PrunedGraph, kind: str, spec: FeatureSpec) -> np.ndarr
     if "node_stats" in spec.groups:
         parts += [NODE_STATS[stat](node_feat, axis=0) for stat in spec.node_stats]
         if kind == "layout":
-            parts.append(node_feat[np.asarray(graph.node_config_ids)].mean(axis=0))
+            parts.append(node_feat[np.sort(graph.node_config_ids)].mean(axis=0))    # id order: same sum
     if not parts:
         return np.zeros(0, dtype=np.float32)
     return np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1) for p in parts]).astype(np.float32)

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, shortened
 
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
 # Integer and float types of any width (s1, u1, f6e2m3fn, ... and those XLA adds later) match the families' pattern.
@@ -57,7 +57,7 @@ class HloParseError(PipelineError):
 
     def __init__(self, source: str, line: int, expected: str, found: str | None = None):
         self.source, self.line = source, line
-        found_text = "" if found is None else f", found {found!r}" if len(found) <= 80 else f", found {found[:77]!r}..."
+        found_text = "" if found is None else f", found {shortened(found)}"
         super().__init__(f"{source}:{line}: expected {expected}{found_text}")
 
 

@@ -11,11 +11,20 @@ from pipeline.errors import PipelineError
 
 
 class TpuGraphsFormatError(PipelineError):
-    """A data file or folder is not what the TpuGraphs format expects."""
+    """A data file or folder is not what the TpuGraphs format expects.
 
-    def __init__(self, path: str | os.PathLike, key: str | None, expected: str, found: str):
+    `key` names the offending array, or is a tuple of the arrays that disagree with each other (e.g. two sizes
+    of the same configuration axis), or None for the file itself.
+    """
+
+    def __init__(self, path: str | os.PathLike, key: str | tuple[str, ...] | None, expected: str, found: str):
         self.path, self.key, self.expected, self.found = str(path), key, expected, found
-        where = self.path if key is None else f"{self.path} [key '{key}']"
+        if key is None:
+            where = self.path
+        elif isinstance(key, tuple):
+            where = f"{self.path} [keys " + ", ".join(f"'{k}'" for k in key) + "]"
+        else:
+            where = f"{self.path} [key '{key}']"
         super().__init__(f"{where}: expected {expected}; found {found}")
 
     def __reduce__(self):  # keep the four fields when pickled across processes

@@ -131,7 +131,7 @@ class _Checker:
     def __init__(self, path: Path):
         self.path = path
 
-    def fail(self, key: str, expected: str, found: str) -> TpuGraphsFormatError:
+    def fail(self, key: str | tuple[str, ...], expected: str, found: str) -> TpuGraphsFormatError:
         return TpuGraphsFormatError(self.path, key, expected, found)
 
     def shape(self, key: str, array_shape: tuple[int, ...], expected: tuple) -> None:
@@ -139,6 +139,13 @@ class _Checker:
         if len(array_shape) != len(expected) or any(e is not None and e != s for s, e in zip(array_shape, expected)):
             text = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ("," if len(expected) == 1 else "") + ")"
             raise self.fail(key, f"shape {text}", f"shape {tuple(array_shape)}")
+
+    def same_count(self, key: str, count: int, what: str, reference: str, reference_count: int) -> None:
+        """`key` holds `count` `what` (e.g. "rows"), one per entry of the 1-D array `reference`; a mismatch names
+        both keys and both lengths, since either array may be the one cut short."""
+        if count != reference_count:
+            raise self.fail((reference, key), f"as many {key} {what} as {reference} entries",
+                            f"{reference} has {reference_count} entries, {key} {count} {what}")
 
     def ints(self, key: str, array: np.ndarray, expected: tuple) -> np.ndarray:
         """An integer array (uint8/int32/int64/...) of `expected` shape, as int64."""
@@ -204,9 +211,12 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
             raise c.fail("node_splits", "non-decreasing node ids", f"{splits.tolist()[:20]}")
         out["node_splits"] = splits
     if kind == "tile":
-        out["config_feat"] = c.floats("config_feat", arrays["config_feat"], (n_configs, CONFIG_FEAT_DIM))
+        config_feat = c.floats("config_feat", arrays["config_feat"], (None, CONFIG_FEAT_DIM))
+        c.same_count("config_feat", len(config_feat), "rows", "config_runtime", n_configs)
+        out["config_feat"] = config_feat
         if "config_runtime_normalizers" in arrays:
-            normalizers = c.ints("config_runtime_normalizers", arrays["config_runtime_normalizers"], (n_configs,))
+            normalizers = c.ints("config_runtime_normalizers", arrays["config_runtime_normalizers"], (None,))
+            c.same_count("config_runtime_normalizers", len(normalizers), "entries", "config_runtime", n_configs)
             c.within("config_runtime_normalizers", normalizers, 1 if labelled else 0, None,
                      " (positive ns on train/valid)" if labelled else " (zeros allowed on test)")
             out["config_runtime_normalizers"] = normalizers
@@ -222,5 +232,8 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
     if config_source.dtype.kind not in "fiu":
         raise c.fail("node_config_feat", "a real dtype (float32)", f"dtype {config_source.dtype}")
     config_source.check_rows_readable()      # read by configuration, so a Fortran-order member is refused
-    c.shape("node_config_feat", config_source.shape, (n_configs, len(node_config_ids), NODE_CONFIG_FEAT_DIM))
+    c.shape("node_config_feat", config_source.shape, (None, None, NODE_CONFIG_FEAT_DIM))
+    c.same_count("node_config_feat", config_source.shape[0], "configurations (axis 0)", "config_runtime", n_configs)
+    c.same_count("node_config_feat", config_source.shape[1], "nodes (axis 1)", "node_config_ids",
+                 len(node_config_ids))
     return out

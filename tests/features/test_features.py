@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.features import layout as features_layout, tile as features_tile
+from pipeline.features import layout as features_layout, tile as features_tile, top_nodes as features_top_nodes
 from pipeline.features.table import FeatureSpec, GraphFeaturizer, graph_feature_names, graph_features
 from pipeline.pruned import PrunedGraph
 
@@ -73,6 +73,31 @@ def test_layout_top_nodes_by_hand():
     # reshape out 10 and its default (HLO layout 10): minor dims 128 and 16, no padding
     assert list(f["top1_minor0_log2"]) == [7, 7] and np.allclose(f["top1_pad_ratio"], [1.0, 1.0])
     assert np.isnan(values[:, names.index("top2_log2_elements"):]).all()
+
+
+def test_largest_nodes_breaks_ties_by_node_id():
+    """Three nodes tie at 2048 elements: they come by increasing node id (3, 5, 7), not by stored position."""
+    shape = np.array([[16, 128] + [-1] * 4, [2048] + [-1] * 5, [4, 512] + [-1] * 4, [8] + [-1] * 5], np.float64)
+    ids = np.array([7, 3, 5, 1])
+    assert features_top_nodes.largest_nodes(shape, ids, 3).tolist() == [1, 2, 0]
+    assert features_top_nodes.largest_nodes(shape, ids, 9).tolist() == [1, 2, 0, 3]
+
+
+def test_layout_features_do_not_depend_on_the_stored_order_of_node_config_ids():
+    """conv (node 1) and reshape (node 2) tie at 2048 elements. Stored as [2, 1], with node_config_feat's node
+    axis swapped to match, the file describes the same graph: every feature is the same bit for bit, and slot 0
+    is still the conv (the lower node id)."""
+    graph = two_config_layout_graph()
+    swapped = PrunedGraph(**{**graph.__dict__, "node_config_ids": np.array([2, 1]),
+                             "node_config_feat": graph.node_config_feat[:, ::-1].copy()})
+    spec = FeatureSpec(groups=ALL, node_stats=("mean",), max_perm_rank=4, feature_chunk=1, top_nodes=3,
+                       layout_reference="both")
+    stored, reordered = GraphFeaturizer(graph, "layout", spec), GraphFeaturizer(swapped, "layout", spec)
+    assert stored.names == reordered.names
+    f = dict(zip(reordered.names, reordered.matrix().T))
+    assert list(f["top0_kind"]) == [0, 0] and list(f["top1_kind"]) == [2, 2]               # conv, then reshape
+    assert [f[f"top0_output_{d}"][0] for d in range(4)] == [3, 2, 1, 0]                    # the conv's block
+    assert np.array_equal(stored.matrix(), reordered.matrix(), equal_nan=True)
 
 
 def test_layout_disagreement_counts():

@@ -15,14 +15,15 @@ LAYOUT = Collection.parse("layout:xla:random")
 TILE = Collection.parse("tile:xla")
 
 
-def _raises(path: Path, key: str | None, call) -> str:
-    """Run `call`, expect TpuGraphsFormatError naming `path` (and `key`); return the message."""
+def _raises(path: Path, key: str | tuple[str, ...] | None, call) -> str:
+    """Run `call`, expect TpuGraphsFormatError naming `path` (and `key`, or each of a tuple of keys); return the
+    message."""
     with pytest.raises(TpuGraphsFormatError) as info:
         call()
     message = str(info.value)
     assert str(path) in message
     if key is not None:
-        assert f"'{key}'" in message and info.value.key == key
+        assert all(f"'{k}'" in message for k in ((key,) if isinstance(key, str) else key)) and info.value.key == key
     return message
 
 
@@ -149,7 +150,8 @@ LAYOUT_CORRUPTIONS = {
     "config id 5": ("node_config_ids", _set("node_config_ids", np.array([1, 5], np.int64))),
     "duplicate config id": ("node_config_ids", _set("node_config_ids", np.array([3, 3], np.int64))),
     "config feat last dim 17": ("node_config_feat", _set("node_config_feat", np.zeros((4, 2, 17), np.float32))),
-    "config feat wrong NC": ("node_config_feat", _set("node_config_feat", np.zeros((4, 3, 18), np.float32))),
+    "config feat wrong NC": (("node_config_ids", "node_config_feat"),
+                             _set("node_config_feat", np.zeros((4, 3, 18), np.float32))),
     "negative runtime": ("config_runtime", _set("config_runtime", np.array([300, -1, 200, 400], np.int64))),
     "NaN runtime": ("config_runtime", _set("config_runtime", np.array([300, np.nan, 200, 400]))),
     "float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 1.0, 200.0, 400.0]))),
@@ -162,7 +164,7 @@ TILE_CORRUPTIONS = {
     "missing config_feat": ("config_feat", _delete("config_feat")),
     "missing normalizers": ("config_runtime_normalizers", _delete("config_runtime_normalizers")),
     "config_feat width 23": ("config_feat", _set("config_feat", np.zeros((3, 23), np.float32))),
-    "config_feat rows": ("config_feat", _set("config_feat", np.zeros((2, 24), np.float32))),
+    "config_feat rows": (("config_runtime", "config_feat"), _set("config_feat", np.zeros((2, 24), np.float32))),
     "zero normalizer": ("config_runtime_normalizers", _set("config_runtime_normalizers", np.array([1, 0, 1]))),
     "config_feat inf": ("config_feat", _set("config_feat", lambda a: np.where(np.eye(3, 24) > 0, np.inf, 0))),
 }
@@ -184,6 +186,30 @@ def test_tile_corruption_raises_clear_error(tmp_path, case):
     mutate(arrays)
     path = write_npz(tmp_path / "bad.npz", arrays)
     _raises(path, key, lambda: load_graph(path, TILE, "valid"))
+
+
+@pytest.mark.parametrize("kind, key, cut, message", [
+    ("tile", "config_runtime", 2, "[keys 'config_runtime', 'config_feat']: expected as many config_feat rows as "
+     "config_runtime entries; found config_runtime has 2 entries, config_feat 3 rows"),
+    ("tile", "config_runtime_normalizers", 2, "[keys 'config_runtime', 'config_runtime_normalizers']: expected as "
+     "many config_runtime_normalizers entries as config_runtime entries; found config_runtime has 3 entries, "
+     "config_runtime_normalizers 2 entries"),
+    ("layout", "config_runtime", 3, "[keys 'config_runtime', 'node_config_feat']: expected as many node_config_feat "
+     "configurations (axis 0) as config_runtime entries; found config_runtime has 3 entries, node_config_feat 4 "
+     "configurations (axis 0)"),
+    ("layout", "node_config_ids", [1, 3, 4], "[keys 'node_config_ids', 'node_config_feat']: expected as many "
+     "node_config_feat nodes (axis 1) as node_config_ids entries; found node_config_ids has 3 entries, "
+     "node_config_feat 2 nodes (axis 1)"),
+])
+def test_a_short_array_is_named_with_the_one_it_disagrees_with(tmp_path, kind, key, cut, message):
+    """Cutting config_runtime short (`cut`: entries kept), or giving node_config_ids an extra id (`cut`: the ids),
+    names both arrays that disagree and both lengths; the error used to blame config_feat / node_config_feat."""
+    arrays = make_tile_arrays() if kind == "tile" else make_layout_arrays()
+    arrays[key] = arrays[key][:cut] if isinstance(cut, int) else np.array(cut, np.int64)
+    path = write_npz(tmp_path / "short.npz", arrays)
+    with pytest.raises(TpuGraphsFormatError) as info:
+        load_graph(path, TILE if kind == "tile" else LAYOUT, "valid")
+    assert str(info.value) == f"{path} {message}"
 
 
 @pytest.mark.parametrize("compress", [False, True])
