@@ -63,14 +63,14 @@ def chain_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: 
     started = time.perf_counter()
     current = space.default()[0]
     predicted: dict[bytes, float] = {current.tobytes(): 0.0}
-    steps, points, spent, refused = [], [current], 0, None
+    steps, points, spent, refused, beyond = [], [current], 0, None, 0
     while spent < budget:
         left_s = s.time_limit_s - (time.perf_counter() - started)
         if left_s <= 0:
             break
         result = run_search(space, scorer, dataclasses.replace(s, time_limit_s=left_s), min(step_budget,
                             budget - spent), rng, algorithm, rule=rule, origin=current, predicted=predicted)
-        spent += result.evaluations
+        spent, beyond = spent + result.evaluations, beyond + result.beyond_max_gain
         distance = blocks_between(result.candidate, current)
         gain = result.score - predicted[current.tobytes()]
         if distance == 0 or not rule.keeps(gain, distance):
@@ -79,7 +79,7 @@ def chain_search(space: LayoutSpace, scorer: Scorer, s: SearchSettings, budget: 
         steps.append(Step(distance, rule.calibrated(gain, distance), rule.margin_at(distance)))
         current = np.asarray(result.candidate, dtype=np.int16)
         points.append(current)
-    end = SearchResult(current, float(sum(step.gain for step in steps)), spent, time.perf_counter() - started)
+    end = SearchResult(current, float(sum(step.gain for step in steps)), spent, time.perf_counter() - started, beyond)
     return ChainResult(end, tuple(steps), tuple(points), refused)
 
 

@@ -73,6 +73,10 @@ def summary_lines(result: dict) -> list[str]:
     if result["guarded"]:
         head += "; no pick passed the guard (the valid split's error margin and region): the default is kept"
     lines = [head]
+    if result.get("beyond_max_gain"):
+        lines.append(f"  note: {result['beyond_max_gain']} candidates were predicted faster than any valid configuration "
+                     f"truly was (the guard's max_gain): the model extrapolates on this program; time a pick before "
+                     f"relying on it")
     frozen = result.get("unmeasured_blocks") or []
     if frozen:
         kinds = ", ".join(f"{u['opcode']} {u['block']} rank {u['rank']} x{u['blocks']}" for u in frozen)

@@ -58,6 +58,8 @@ class SearchResult:
     score: float                # the objective's value of it (log runtime ratio against the default)
     evaluations: int
     seconds: float
+    beyond_max_gain: int = 0    # candidates scored that the guard's max_gain refused (predicted faster than any valid
+                                # configuration truly was: the model extrapolates on this program)
 
 
 class Objective:
@@ -83,7 +85,7 @@ class Objective:
         self.predicted.setdefault(space.default()[0].tobytes(), 0.0)
         self.origin_score = self.predicted[self.origin.tobytes()]
         self.cache: dict[bytes, float] = {self.origin.tobytes(): 0.0}           # ranked value
-        self.evaluations = 0
+        self.evaluations, self.beyond_max_gain = 0, 0
         self.best, self.best_score = self.origin.copy(), 0.0
 
     @property
@@ -101,6 +103,8 @@ class Objective:
         """Rank a scored candidate against the origin (`Guard.ranked` of its gain over the origin)."""
         gain = score - self.origin_score
         self.cache[key] = gain if self.rule is None else self.rule.ranked(gain, blocks_between(row, self.origin))
+        if self.rule is not None and self.rule.beyond_max_gain(gain, blocks_between(row, self.origin)):
+            self.beyond_max_gain += 1
         if self.cache[key] < self.best_score:
             self.best, self.best_score = row.copy(), self.cache[key]
 
@@ -139,7 +143,7 @@ class Objective:
 
     def result(self) -> SearchResult:
         return SearchResult(self.best, self.predicted[self.best.tobytes()], self.evaluations,
-                            time.perf_counter() - self.started)
+                            time.perf_counter() - self.started, self.beyond_max_gain)
 
 
 def unique_rows(pop: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -310,14 +314,17 @@ class Guard:
             return np.inf
         return self.margin_at(changed) if self.by_distance is not None else 0.0
 
+    def beyond_max_gain(self, score: float, changed: int) -> bool:
+        """Predicted (calibrated) faster than `max_gain`, the largest gain the valid split truly showed."""
+        return self.max_gain is not None and self.calibrated(score, changed) < -self.max_gain
+
     def ranked(self, score: float, changed: int) -> float:
         """A search's value of a candidate predicted `score` that changes `changed` blocks: the calibrated
         prediction + penalty, +inf when predicted faster than `max_gain` (a gain the valid split never showed is
         refused anyway)."""
-        score = self.calibrated(score, changed)
-        if self.max_gain is not None and score < -self.max_gain:
+        if self.beyond_max_gain(score, changed):
             return np.inf
-        return score + self.penalty(changed)
+        return self.calibrated(score, changed) + self.penalty(changed)
 
     def keeps(self, score: float, changed: int = 0) -> bool:
         score = self.calibrated(score, changed)

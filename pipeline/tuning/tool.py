@@ -104,6 +104,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
            "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
+           "beyond_max_gain": result.beyond_max_gain,
            "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
            "layouts": space.layouts(pick), "tiles": tiles, "changes": top, "unmeasured_blocks": unmeasured(space),
            "frozen_beside_unmeasured": frozen_beside(space)}

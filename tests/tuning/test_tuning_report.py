@@ -41,6 +41,11 @@ def test_unmeasured_lists_the_frozen_blocks_by_kind():
                            "evaluations": 1, "seconds": 0.0, "guarded": True, "unmeasured_blocks": unmeasured(wide),
                            "frozen_beside_unmeasured": frozen_beside(wide), "changes": [], "tiles": []})
     assert lines[-1] == "  kept at the default beside those: 2 blocks of measured kinds"
+    assert not [line for line in lines if "extrapolates" in line]
+    noted = summary_lines({"predicted_runtime_ratio": 0.25, "program": "p", "model": "gnn", "collection": "c",
+                           "evaluations": 9, "seconds": 0.0, "guarded": False, "beyond_max_gain": 7, "changes": [],
+                           "tiles": []})
+    assert noted[1].startswith("  note: 7 candidates were predicted faster than any valid configuration truly was")
 
 
 def test_log_gains_sum_the_log_gains_so_a_tiny_oracle_gain_does_not_dominate():

@@ -108,6 +108,18 @@ def test_a_search_stays_in_the_trust_region(problem, algorithm):
     assert np.array_equal(cand, space.default()[0]) and not kept
 
 
+def test_a_search_counts_the_candidates_predicted_beyond_max_gain(problem):
+    """The stub predicts a gain of 0.01 per block set as the optimum sets it; max_gain 0.015 refuses every candidate
+    with two or more such blocks (+inf, never picked) and counts it: the tool's note that the model extrapolates."""
+    space, target = problem
+    rule = Guard(0.0, max_gain=0.015)
+    result = run_search(space, Stub(space, target), SETTINGS, 1000, np.random.default_rng(0), rule=rule)
+    assert result.score == pytest.approx(-0.01)                          # the best gain under the cap: one block
+    assert 0 < result.beyond_max_gain < result.evaluations
+    assert run_search(space, Stub(space, target), SETTINGS, 1000, np.random.default_rng(0),
+                      rule=Guard(0.0)).beyond_max_gain == 0
+
+
 @pytest.mark.parametrize("algorithm", ["evolution", "coordinate"])
 def test_a_search_by_distance_finds_the_gain_the_guard_can_vouch_for(problem, algorithm):
     space, target = problem                              # -0.01 per block changed towards target, 8 blocks at most
