@@ -152,20 +152,22 @@ def verify(text: Path, result: dict, truth_cache: dict, cfg) -> dict:
     return {"t_default_ns": truth.default_ns, "t_pick_ns": t_pick, "t_oracle_ns": t_oracle,
             "predicted_ratio": float(result["predicted_runtime_ratio"]), "verified_ratio": t_pick / truth.default_ns,
             "oracle_ratio": t_oracle / truth.default_ns, "guarded": bool(result["guarded"]),
+            "beyond_max_gain": int(result["beyond_max_gain"]), "evaluations": int(result["evaluations"]),
             "share": share_of_gain(truth.default_ns, t_pick, t_oracle)}
 
 
 def table(rows: list[dict]) -> list[str]:
     """The markdown table of rows (a refused program's row holds its one-line error)."""
-    lines = ["| program | seed | predicted ratio | verified ratio | oracle ratio | share | guarded |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| program | seed | predicted ratio | verified ratio | oracle ratio | share | guarded | beyond max_gain |",
+             "|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['program']} | {r['seed']} | refused: `{r['error']}` | | | | |")
+            lines.append(f"| {r['program']} | {r['seed']} | refused: `{r['error']}` | | | | | |")
             continue
         share = "oracle < 1%" if r["share"] is None else f"{r['share']:.4f}"
         lines.append(f"| {r['program']} | {r['seed']} | {r['predicted_ratio']:.4f} | {r['verified_ratio']:.4f} | "
-                     f"{r['oracle_ratio']:.4f} | {share} | {r['guarded']} |")
+                     f"{r['oracle_ratio']:.4f} | {share} | {r['guarded']} | "
+                     f"{r['beyond_max_gain']} of {r['evaluations']} |")
     return lines
 
 

@@ -24,14 +24,17 @@ def test_default_pick_verifies_at_one_and_the_oracle_is_faster(tmp_path, cfg):
     text = tmp_path / "narrow.hlo.txt"
     text.write_text(NARROW)
     cache = {}
-    row = verify(text, {"layouts": [], "predicted_runtime_ratio": 1.0, "guarded": True}, cache, cfg)
+    row = verify(text, {"layouts": [], "predicted_runtime_ratio": 1.0, "guarded": True, "beyond_max_gain": 0,
+                        "evaluations": 3}, cache, cfg)
     assert row["verified_ratio"] == 1.0 and row["guarded"]
     assert row["oracle_ratio"] < 0.99                       # a 4-wide minor dim wastes lanes: the oracle moves it
     assert row["share"] == 0.0
     output_swapped = {"computation": "main.5", "instruction": "dot.3", "output": [0, 1], "input": None, "kernel": None}
-    moved = verify(text, {"layouts": [output_swapped], "predicted_runtime_ratio": 0.5, "guarded": False}, cache, cfg)
+    moved = verify(text, {"layouts": [output_swapped], "predicted_runtime_ratio": 0.5, "guarded": False,
+                          "beyond_max_gain": 2, "evaluations": 3}, cache, cfg)
     assert moved["t_oracle_ns"] == row["t_oracle_ns"]        # the oracle ran once per program
     assert moved["verified_ratio"] != 1.0 and moved["share"] == pytest.approx(
         (1 - moved["verified_ratio"]) / (1 - moved["oracle_ratio"]))
     lines = table([{"program": "narrow", "seed": 0, **moved}, {"program": "fft", "seed": 0, "error": "error: x"}])
-    assert lines[2].startswith("| narrow | 0 | 0.5000 |") and "refused: `error: x`" in lines[3]
+    assert lines[2].startswith("| narrow | 0 | 0.5000 |") and lines[2].endswith("| False | 2 of 3 |")
+    assert "refused: `error: x`" in lines[3]
