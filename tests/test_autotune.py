@@ -159,7 +159,8 @@ def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
 @pytest.mark.slow
 def test_the_search_is_seeded_by_the_program_not_its_file_name(repo, tmp_path, jax_hlo, monkeypatch):
     """The same HLO text under two file names got two random streams (the seed hashed the name) and, at the default
-    budget, could get two different picks; the stream is now the program's text's, another text gets another."""
+    budget, could get two different picks; the stream is now the program's graphs': a comment (or the metadata that
+    names the compiling script) changes nothing, another program gets another stream."""
     from pipeline.tuning import tool
 
     dest, _ = repo
@@ -172,14 +173,15 @@ def test_the_search_is_seeded_by_the_program_not_its_file_name(repo, tmp_path, j
         raise KeyboardInterrupt                                   # the draws are all this test needs
 
     monkeypatch.setattr(tool, "guarded_pick", first_draws)
-    texts = {"a/mine": jax_hlo["lowered"], "b/yours": jax_hlo["lowered"], "c/mine": jax_hlo["lowered"] + "\n// v2\n"}
+    texts = {"a/mine": jax_hlo["lowered"], "b/yours": jax_hlo["lowered"], "c/mine": jax_hlo["lowered"] + "\n// v2\n",
+             "d/mine": jax_hlo["lowered"].replace("tanh", "exponential")}
     for stem, text in texts.items():
         path = tmp_path / f"{stem}.hlo.txt"
         path.parent.mkdir()
         path.write_text(text)
         with pytest.raises(KeyboardInterrupt):
             tool.autotune(cfg, tool.Request(path, None, "lgbm", 10, None, tmp_path / "out"))
-    assert drawn[0] == drawn[1] and drawn[2] != drawn[0]
+    assert drawn[0] == drawn[1] == drawn[2] and drawn[3] != drawn[0]
 
 
 @pytest.mark.slow

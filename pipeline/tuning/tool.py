@@ -8,7 +8,6 @@ models found) before the search starts; errors are one line naming the file or k
 """
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pipeline.files import blocking_file, write_json
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.config import stage_output_key
-from pipeline.featurizer.dataset import program_stem
+from pipeline.featurizer.dataset import program_digest, program_stem
 from pipeline.trained import PredictError
 from pipeline.tuning.program import read_program, read_text, template_graph
 from pipeline.tuning.report import changes, frozen_beside, unmeasured
@@ -58,6 +57,13 @@ def checked_collection(cfg: DictConfig, name: str, kind: str, key: str) -> Colle
     return collection
 
 
+def program_key(program) -> str:
+    """The search's seed key: digests of the layout graph and of every fused kernel's graph (`program_digest`), so
+    the same program gives the same pick whatever its file name, comments or source metadata (an optimised text's
+    FileNames / StackFrames blocks name the script that compiled it)."""
+    return "-".join([program_digest(program.layout), *(program_digest(t) for t in program.tiles)])
+
+
 def output_dir(cfg: DictConfig, out: Path | None) -> Path:
     """--out or autotune.out_dir; refused inside a folder the DVC stages write, or where a file stands."""
     folder = Path(out) if out is not None else Path(cfg.autotune.out_dir)
@@ -81,7 +87,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     name = program_stem(request.program)
     text, optimized = read_text(request.program), read_text(request.optimized) if request.optimized else None
     program = read_program(name, text, str(request.program), optimized, str(request.optimized))
-    key = hashlib.sha256((text + "\0" + (optimized or "")).encode()).hexdigest()   # the program, not its file name
+    key = program_key(program)                                  # the graphs, not the file name nor the metadata
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
     guide = load_guide(cfg, model, collection)
     space = space.only_kinds(guide.rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)

@@ -53,3 +53,19 @@ def test_an_optimised_text_of_another_module_or_without_kernels_is_read_with_a_w
     assert capsys.readouterr().err.splitlines() == [
         "warning: tiny.hlo.txt: no fused kernels (fusion instructions), so no tiles to search; give the optimised text "
         "(`.compile().as_text()` or an XLA dump's *after_optimizations.txt)"] and twice.tiles == ()
+
+
+def test_the_search_key_is_the_programs_graphs_not_its_text(jax_hlo):
+    """The tool seeds its search by the program's graphs: a comment, or an optimised text whose metadata names
+    another compiling script (FileNames / StackFrames), gives the same key; another program another key."""
+    from pipeline.tuning.tool import program_key
+
+    lowered, compiled = jax_hlo["lowered"], jax_hlo["compiled"]
+    key = program_key(read_program("p", lowered, "p.hlo.txt", compiled, "p_opt.hlo.txt"))
+    assert "FileNames" in compiled                    # the block a script of another name would change
+    relocated = compiled.replace("FileNames\n1 ", "FileNames\n1 \"elsewhere.py\" #", 1)
+    assert relocated != compiled
+    assert program_key(read_program("q", lowered + "\n// v2\n", "q.hlo.txt", relocated, "q_opt.hlo.txt")) == key
+    other = lowered.replace("tanh", "exponential")
+    assert program_key(read_program("p", other, "p.hlo.txt", compiled, "p_opt.hlo.txt")) != key
+    assert program_key(read_program("p", lowered, "p.hlo.txt")) != key              # no fused kernels: another key
