@@ -16,13 +16,13 @@ test kernel the tile pick; see `pipeline.tuning.verify`), its seconds in `<metri
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from omegaconf import DictConfig
 
+from pipeline import tracking
 from pipeline.config import stage_args
 from pipeline.errors import run_main
 from pipeline.files import write_json
@@ -53,13 +53,22 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_stage(cfg: DictConfig) -> dict:
     """Write the guard file of every collection (`<models_dir>/autotune/<slug>.json`, read by the tool),
-    `<metrics_dir>/autotune.json` and its seconds (`<metrics_dir>/timings/autotune.json`); returns the metrics."""
-    with tempfile.TemporaryDirectory(prefix="autotune-stage-") as work:
-        done = run(cfg, Path(work))
-    for slug, table in done.guards.items():
-        write_json(table, guard_file(cfg.paths.models_dir, slug))
-    write_json(done.timings, Path(cfg.paths.metrics_dir) / TIMINGS_DIR / METRICS_NAME)
-    write_json(done.metrics, Path(cfg.paths.metrics_dir) / METRICS_NAME)
+    `<metrics_dir>/autotune.json` and its seconds (`<metrics_dir>/timings/autotune.json`); returns the metrics.
+    The W&B run (`tracking`) gets the overall figures in its summary and one table row per program x collection."""
+    with tracking.start_run(cfg, "autotune") as wandb_run:
+        with tempfile.TemporaryDirectory(prefix="autotune-stage-") as work:
+            done = run(cfg, Path(work))
+        for slug, table in done.guards.items():
+            write_json(table, guard_file(cfg.paths.models_dir, slug))
+        write_json(done.timings, Path(cfg.paths.metrics_dir) / TIMINGS_DIR / METRICS_NAME)
+        write_json(done.metrics, Path(cfg.paths.metrics_dir) / METRICS_NAME)
+        overall = done.metrics["all"]
+        wandb_run.summary.update({"share": overall["share"]["mean"], "log_share": overall["log_share"]["pick"],
+                                  "guarded": overall["guarded"], "min_share": overall["min_share"]})
+        if done.metrics["programs"]:
+            import pandas as pd
+
+            tracking.log_table(wandb_run, "programs", pd.json_normalize(done.metrics["programs"]))
     return done.metrics
 
 
@@ -74,9 +83,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.builtin:
             metrics = run_stage(cfg)
             share = metrics["all"]["share"]
-            print(f"autotune: mean share of the oracle's gain {share['mean']} (± {share['std']}, "
-                  f"{share['n']} programs); under 1% apart: {metrics['all']['small_gain_programs']}; of the "
-                  f"oracle's summed log gain over every program {metrics['all']['log_share']['pick']}")
+            print(f"autotune: mean share of the oracle's gain {share['mean']} (± {share['std']}, over "
+                  f"{share['n']} program x collection rows); under 1% apart: "
+                  f"{metrics['all']['small_gain_programs']}; of the oracle's summed log gain over every row "
+                  f"{metrics['all']['log_share']['pick']}")
             return
         request = Request(args.programs[0], args.programs[1] if len(args.programs) > 1 else None, args.model,
                           args.budget, args.collection, args.out)

@@ -358,12 +358,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides, rest = split_overrides(argv)
     parser = argparse.ArgumentParser(prog="python -m pipeline.config", description=main.__doc__,
                                      epilog=groups_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cfg", choices=["job"], default=None, help="print the composed configuration, write nothing")
+    parser.add_argument("--cfg", choices=["job"], default=None,
+                        help="print the params.yaml these overrides would write (a new selection), write nothing")
     args = parser.parse_args(rest)
     conf_dir = repo_root() / CONF_DIR
     try:
-        if args.cfg == "job":
-            print(OmegaConf.to_yaml(compose(overrides), resolve=True), end="")
+        if args.cfg == "job":                  # what the same command would write: the overrides replace the selection
+            print(OmegaConf.to_yaml(compose(overrides, with_selection=False), resolve=True), end="")
             return
         cfg = compose(overrides, with_selection=False)
         selection.selection_config(overrides, conf_dir)          # refuses what a selection cannot keep
@@ -374,8 +375,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if compose() != cfg:
         raise RuntimeError(f"{selection.selection_file(conf_dir)} does not compose to what {overrides} did")
     write_params(cfg)
-    print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: "
-          f"{' '.join(overrides) or 'conf/ defaults'})")
+    if overrides:
+        print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: {' '.join(overrides)})")
+    else:
+        print(f"wrote {PARAMS_FILE} (selection cleared: conf/ defaults; {selection.selection_file(CONF_DIR)} removed)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import sys
 from typing import Callable
 
 EXIT_BAD_INPUT = 2          # the status of every refused input (argparse uses the same for bad flags)
+EXIT_INTERRUPTED = 130      # Ctrl-C: 128 + SIGINT, what a shell reports for a command it interrupted
 ERROR_PREFIX = "error: "
 ECHO_CHARS = 80             # the most characters of an input value that a message echoes (`shortened`)
 ELLIPSIS = "..."
@@ -62,7 +63,8 @@ def run_main(main: Callable[[], object]) -> None:
     """Run a command's `main()`; the project's errors exit with one stderr line and status EXIT_BAD_INPUT.
 
     A `SystemExit` with a message (the stages' existing one-line exits) is treated the same way; one with a number
-    keeps it. Anything else propagates with its traceback.
+    keeps it. Ctrl-C (KeyboardInterrupt) ends with one line and status EXIT_INTERRUPTED, as a shell reports it
+    (outputs are written atomically, so none is left half-written). Anything else propagates with its traceback.
     """
     try:
         main()
@@ -72,6 +74,9 @@ def run_main(main: Callable[[], object]) -> None:
     except FileNotFoundError as error:
         print(one_line(missing_file(error)), file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
+    except KeyboardInterrupt:
+        print(one_line("interrupted (Ctrl-C); nothing half-written is kept, run the command again"), file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(one_line(stop.code), file=sys.stderr)

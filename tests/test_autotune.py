@@ -39,12 +39,31 @@ def test_stage_writes_seconds_apart_and_a_guard_file_per_collection(tmp_path, mo
     from pipeline.config import load_cfg
     from pipeline.tuning.verify import Verification
 
-    metrics = {"all": {"share": {"mean": 0.5, "std": 0.0, "n": 1}}, "programs": [{"program": "p", "share": 0.5}]}
+    from contextlib import contextmanager
+    from pipeline.tracking import NullRun
+
+    metrics = {"all": {"share": {"mean": 0.5, "std": 0.0, "n": 1}, "log_share": {"pick": 0.4}, "guarded": 0,
+                       "min_share": 0.5},
+               "programs": [{"program": "p", "share": 0.5, "unguarded": {"verified_ratio": 0.9}}]}
     timings = {"seconds": 12.5, "programs": [{"program": "p", "seconds": 1.25}]}
     guards = {"layout-xla-random": {"collection": "layout:xla:random", "models": {"gnn": {"margin": 0.1}}}}
     monkeypatch.setattr(stage, "run", lambda cfg, work: Verification(metrics, timings, guards))
+    runs, tables = [], []
+
+    @contextmanager
+    def recorded(cfg, stage_name, collection=None):
+        runs.append((stage_name, collection, NullRun()))
+        yield runs[-1][2]
+
+    monkeypatch.setattr(stage.tracking, "start_run", recorded)
+    monkeypatch.setattr(stage.tracking, "log_table", lambda run, name, table: tables.append((name, table)))
     cfg = load_cfg([f"paths.metrics_dir={tmp_path}/metrics", f"paths.models_dir={tmp_path}/models"])
     assert stage.run_stage(cfg) == metrics
+    [(name, collection, run)] = runs                                      # the stage's W&B run: figures and rows
+    assert (name, collection) == ("autotune", None)
+    assert run.summary == {"share": 0.5, "log_share": 0.4, "guarded": 0, "min_share": 0.5}
+    [(table_name, table)] = tables
+    assert table_name == "programs" and table.columns.tolist() == ["program", "share", "unguarded.verified_ratio"]
     assert json.loads((tmp_path / "metrics" / "autotune.json").read_text()) == metrics      # no seconds in it
     assert json.loads((tmp_path / "metrics" / "timings" / "autotune.json").read_text()) == timings
     assert json.loads((tmp_path / "models" / "autotune" / "layout-xla-random.json").read_text()) == guards[

@@ -49,6 +49,25 @@ def test_pipeline_config_help_and_cfg_job(capsys):
     assert "data: " in groups_help()
 
 
+def test_cfg_job_previews_what_the_command_writes_whatever_the_selection(tmp_path, monkeypatch, capsys):
+    """`python -m pipeline.config --cfg job ARGS` prints what `python -m pipeline.config ARGS` writes, whose ARGS
+    replace the current selection: the preview used to layer them on it (under a smoke selection it showed smoke's
+    epochs for `data=programs_ci`, and `--cfg job +experiment=smoke` failed as a repeated default)."""
+    import shutil
+    from omegaconf import OmegaConf
+    from pipeline import selection
+    from pipeline.config import compose
+
+    shutil.copytree(repo_root() / "conf", tmp_path / "conf")
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    selection.write_selection(["+experiment=smoke", "gnn.epochs=4"], tmp_path / "conf")
+    for overrides in (["data=programs_ci"], ["+experiment=smoke"]):
+        main(["--cfg", "job", *overrides])
+        shown = yaml.safe_load(capsys.readouterr().out)
+        assert shown == OmegaConf.to_container(compose(overrides, tmp_path / "conf", with_selection=False))
+    assert shown["gnn"]["epochs"] == 2 and compose([], tmp_path / "conf").gnn.epochs == 4   # the selection stays
+
+
 def test_stage_help_from_the_shell_names_its_own_group():
     result = cli("pipeline.lgbm", "--help")
     assert result.returncode == 0 and "conf/lgbm/default.yaml" in result.stdout and "num_leaves:" in result.stdout

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import EXIT_BAD_INPUT, PipelineError, one_line, run_main, shortened
+from pipeline.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, PipelineError, one_line, run_main, shortened
 from pipeline.graphnet.checkpoint import CheckpointError
 from pipeline.hlo.text import HloParseError
 from pipeline.settings_types import SettingsError
@@ -46,6 +46,14 @@ def test_programming_errors_and_numeric_exits_pass_through(capsys):
         run_main(raising(SystemExit(1)))
     assert stop.value.code == 1 and capsys.readouterr().err == ""
     run_main(lambda: None)
+
+
+def test_ctrl_c_ends_with_one_line_and_the_shells_status(capsys):
+    with pytest.raises(SystemExit) as stop:
+        run_main(raising(KeyboardInterrupt()))
+    assert stop.value.code == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "error: interrupted (Ctrl-C); nothing half-written is kept, run the command again"]
 
 
 def test_every_project_error_is_a_pipeline_error_and_still_a_value_error():

@@ -39,7 +39,7 @@ ALLOWED |= {
 for key in ("checkpoints_dir", "metrics_dir", "models_dir", "multirun_dir", "plots_dir", "predictions_dir",
             "pruned_dir", "submissions_dir", "synthetic_dir", "tpugraphs_dir"):    # `--out` inside `paths.{key}`
     ALLOWED |= {(path, f"paths.{key}"): "a command's --out argument inside a folder DVC writes (not a setting)"
-                for path in ("pipeline/predict.py", "pipeline/tuning/tool.py")}
+                for path in ("pipeline/predict.py", "pipeline/tuning/tool.py", "pipeline/featurize.py")}
 
 
 def leaves(spec=SCHEMA, prefix: str = ""):

@@ -7,11 +7,15 @@ tagged with `NUMPY_TAG` and turned back into arrays on load; numpy scalars are s
 
 The resumable state holds model, optimiser and scheduler state, the epoch reached, the best model so far, the
 training curve and every random state (torch CPU/CUDA and the numpy sampling generator, one per DDP rank), so an
-interrupted run continues exactly where it stopped.
+interrupted run continues exactly where it stopped. It also holds the `resume_record` it was written with: a
+checkpoint of another run (settings, seed, data) is refused instead of continued (`record_changes`).
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -126,3 +130,27 @@ def load_checkpoint(path: str | Path) -> dict | None:
     if missing:
         raise CheckpointError(f"{path}: keys {sorted(missing)} missing; expected a gnn checkpoint")
     return payload
+
+
+def resume_record(settings, gst, seed: int, graphs: Sequence) -> dict:
+    """What a checkpoint must have been written with to be resumed: every training setting (a dataclass) but
+    `resume`, GST's (None without), the member seed, and a digest of the graphs (split, id, nodes, configs), so
+    that a checkpoint of another experiment, preset, learning rate or budget is never continued as this run."""
+    train = {k: v for k, v in dataclasses.asdict(settings).items() if k != "resume"}
+    shapes = repr([(g.split, g.graph_id, g.n_nodes, g.n_kept) for g in graphs]).encode()
+    return {"train": train, "gst": None if gst is None else dataclasses.asdict(gst), "seed": int(seed),
+            "graphs": hashlib.sha256(shapes).hexdigest()}
+
+
+def record_changes(written: dict | None, now: dict) -> list[str]:
+    """What differs between a checkpoint's `resume_record` (None: it has none) and this run's, as `gnn.<key> old ->
+    new` items (empty: the same run)."""
+    if written is None:
+        return ["it records no settings (written before they were recorded)"]
+    changed = [f"gnn.{k} {written['train'].get(k)!r} -> {v!r}" for k, v in now["train"].items()
+               if written["train"].get(k) != v]
+    changed += [f"{name} {written.get(name)!r} -> {now[name]!r}" for name in ("gst", "seed")
+                if written.get(name) != now[name]]
+    if written.get("graphs") != now["graphs"]:
+        changed.append("the train or valid graphs (another dataset, preset or pruning)")
+    return changed

@@ -38,6 +38,8 @@ from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec
 from pipeline.graphnet.schedule import LrSchedule, Plateau, stop_reason
 from pipeline.pruned import PrunedGraph
+
+RESUME_CHANGES_SHOWN = 4          # differences a refused checkpoint's message lists at most
 from pipeline.scoring import metrics
 
 
@@ -203,11 +205,18 @@ def _setup(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], s
                 segments=segments, trainer=trainer, ema=ema)
 
 
-def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_path: Path) -> FitResult:
-    """Restore a run from its checkpoint `state`; returns the FitResult so far."""
+def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_path: Path,
+            record: dict) -> FitResult:
+    """Restore a run from its checkpoint `state` written with the same spec, world size and `ckpt.resume_record`
+    (else CheckpointError: one line naming what differs); returns the FitResult so far."""
     if state["spec"] != spec.to_dict() or len(state["rng"]) != info.world:
-        raise ValueError(f"{checkpoint_path}: checkpoint was written for another model spec or world size; "
-                         "delete it or run with gnn.resume=false")
+        raise ckpt.CheckpointError(f"{checkpoint_path}: checkpoint was written for another model spec or world "
+                                   f"size; delete it or run with gnn.resume=false")
+    changes = ckpt.record_changes(state.get("record"), record)
+    if changes:
+        listed = "; ".join(changes[:RESUME_CHANGES_SHOWN]) + ("; ..." if len(changes) > RESUME_CHANGES_SHOWN else "")
+        raise ckpt.CheckpointError(f"{checkpoint_path}: checkpoint of another run ({listed}); delete it or run "
+                                   f"with gnn.resume=false")
     run.core.load_state_dict(state["model"])
     run.optimizer.load_state_dict(state["optimizer"])
     run.scheduler.load_state_dict(state["scheduler"])
@@ -215,10 +224,7 @@ def _resume(run: _Run, state: dict, spec: ModelSpec, info: DistInfo, checkpoint_
     run.start = state["epoch"] + 1
     if run.trainer is not None:
         run.trainer.load_state_dict(state["gst"][info.rank])
-    if run.ema is not None:
-        if state.get("ema") is None:
-            raise ValueError(f"{checkpoint_path}: checkpoint holds no weight average (written without one); "
-                             "delete it or run with gnn.resume=false")
+    if run.ema is not None:                      # the record's gnn.ema_epochs matched: the average is there
         run.ema.load_state_dict(state["ema"])
     return FitResult(best_state=state["best_state"], best_epoch=state["best_epoch"], best_score=state["best_score"],
                      curve=state["curve"], valid_per_graph=state["valid_per_graph"], last_epoch=state["epoch"],
@@ -265,7 +271,8 @@ def _select(result: FitResult, core: nn.Module, epoch: int, score: float, per_gr
         result.best_epoch, result.best_score, result.valid_per_graph = epoch, score, per_graph
 
 
-def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, info: DistInfo, path: Path) -> None:
+def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, info: DistInfo, path: Path,
+                     record: dict) -> None:
     """Every rank's random and GST state gathered; rank 0 writes the resumable checkpoint."""
     rngs = gather_objects(ckpt.rng_state(run.rng), info)
     gst_states = None if run.trainer is None else gather_objects(run.trainer.state_dict(), info)
@@ -276,7 +283,7 @@ def _save_checkpoint(run: _Run, result: FitResult, epoch: int, spec: ModelSpec, 
                           "best_score": result.best_score, "curve": result.curve,
                           "valid_per_graph": result.valid_per_graph, "gst": gst_states, "stopped": result.stopped,
                           "main_epochs": result.main_epochs, "plateau": result.plateau,
-                          "ema": None if run.ema is None else run.ema.state_dict()}, path)
+                          "ema": None if run.ema is None else run.ema.state_dict(), "record": record}, path)
 
 
 def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], valid_graphs: list[PrunedGraph],
@@ -305,9 +312,10 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
         raise ValueError("gnn: no train graphs in the pruned collection")
     run = _setup(model, spec, train_graphs, settings, gst, seed, device, info)
     result = FitResult(best_state=copy.deepcopy(run.core.state_dict()), best_epoch=-1, best_score=-math.inf)
+    record = ckpt.resume_record(settings, gst, seed, [*train_graphs, *valid_graphs])
     state = ckpt.load_checkpoint(checkpoint_path) if settings.resume else None
     if state is not None:
-        result = _resume(run, state, spec, info, checkpoint_path)
+        result = _resume(run, state, spec, info, checkpoint_path, record)
     plateau = Plateau(settings.patience, settings.min_delta)
     if result.plateau:
         plateau.load_state_dict(result.plateau)
@@ -346,7 +354,7 @@ def fit(model: nn.Module, spec: ModelSpec, train_graphs: list[PrunedGraph], vali
                 _apply_schedule(run)
             result.main_epochs, result.plateau = epoch + 1, plateau.state_dict()
         result.last_epoch = epoch
-        _save_checkpoint(run, result, epoch, spec, info, checkpoint_path)
+        _save_checkpoint(run, result, epoch, spec, info, checkpoint_path, record)
         if on_epoch is not None and info.is_main:
             on_epoch({**row, **timing, "best_epoch": result.best_epoch})
         epoch, calls = epoch + 1, calls + 1

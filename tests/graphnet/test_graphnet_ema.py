@@ -89,5 +89,5 @@ def test_resume_with_ema_matches_uninterrupted(tmp_path):
 
 def test_resume_without_ema_state_is_refused(tmp_path):
     _train(tmp_path, gnn_cfg(), max_epochs=1)
-    with pytest.raises(ValueError, match="no weight average"):
+    with pytest.raises(ValueError, match=r"checkpoint of another run \(gnn.ema_epochs None -> 1.0\); delete it"):
         _train(tmp_path, gnn_cfg(ema_epochs=1.0, resume=True))

@@ -107,6 +107,24 @@ def test_resume_refuses_another_spec(tmp_path):
         _train(tmp_path, gnn_cfg(hidden=12, resume=True))
 
 
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
+    """A checkpoint is continued only by the run that wrote it: another learning rate or budget, or other graphs
+    (another dataset or pruning), is refused in one line naming the difference, not taken over as this run's."""
+    _train(tmp_path, gnn_cfg(lr=0.3, epochs=3), max_epochs=1)
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint of another run \(gnn.lr 0.3 -> 0.01; gnn.epochs 3 "
+                                                    r"-> 4\); delete it or run with gnn.resume=false$"):
+        _train(tmp_path, gnn_cfg(lr=0.01, epochs=4, resume=True))
+    _train(tmp_path, gnn_cfg(), max_epochs=1)
+    other = [make_layout_graph(f"g{i}", n_configs=10, seed=i) for i in range(2)]
+    spec = spec_of(gnn_cfg(), "layout")
+    with pytest.raises(ckpt.CheckpointError, match=r"\(the train or valid graphs \(another dataset"):
+        fit(build_model(spec), spec, other, [], train_of(gnn_cfg(resume=True)), None, seed=5,
+            checkpoint_path=tmp_path / "checkpoint.pt", device=CPU)
+    record = ckpt.load_checkpoint(tmp_path / "checkpoint.pt")["record"]
+    assert ckpt.record_changes(record, record) == [] and ckpt.record_changes(None, record) == [
+        "it records no settings (written before they were recorded)"]
+
+
 def test_tta_batches_cover_every_config_tta_times():
     batches = tta_batches(23, tta=3, infer_batch=5, rng=np.random.default_rng(0))
     counts = np.bincount(np.concatenate(batches), minlength=23)
