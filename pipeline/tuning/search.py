@@ -102,9 +102,12 @@ class Objective:
     def _record(self, key: bytes, row: np.ndarray, score: float) -> None:
         """Rank a scored candidate against the origin (`Guard.ranked` of its gain over the origin)."""
         gain = score - self.origin_score
-        self.cache[key] = gain if self.rule is None else self.rule.ranked(gain, blocks_between(row, self.origin))
-        if self.rule is not None and self.rule.beyond_max_gain(gain, blocks_between(row, self.origin)):
-            self.beyond_max_gain += 1
+        if self.rule is None:
+            self.cache[key] = gain
+        else:
+            changed = blocks_between(row, self.origin)
+            self.cache[key] = self.rule.ranked(gain, changed)
+            self.beyond_max_gain += self.rule.beyond_max_gain(gain, changed)
         if self.cache[key] < self.best_score:
             self.best, self.best_score = row.copy(), self.cache[key]
 
