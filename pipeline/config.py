@@ -327,22 +327,29 @@ def data_fingerprint(data: DictConfig) -> str:
 
 def check_data_root(cfg: DictConfig) -> None:
     """Exit with one line when data.root names a folder that is not there (any preset but a generated one at
-    paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset, before DVC
-    reads params.yaml (DVC itself would stop on the missing dependency, after removing outputs)."""
+    paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset or lacks a
+    collection of data.collections (the line names the ones it holds), before DVC reads params.yaml (DVC itself
+    would stop on the missing dependency, after removing outputs)."""
     generated = cfg.data.kind == "synthetic" and Path(cfg.data.root) == Path(cfg.paths.synthetic_dir)
     if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).exists():
         raise SystemExit(f"error: data.root={cfg.data.root}: no such folder (preset data={cfg.data.name}); set "
                          f"data.root=<an existing folder>, or the preset's root in conf/local/default.yaml")
     if cfg.data.kind != "tpugraphs":
         return
-    from pipeline.tpugraphs.dataset import npz_root
+    from pipeline.tpugraphs.dataset import Collection, npz_root
     from pipeline.tpugraphs.errors import TpuGraphsFormatError
 
     try:
-        npz_root(cfg.data.root)
+        root = npz_root(cfg.data.root)
     except TpuGraphsFormatError as error:
         raise SystemExit(f"error: data.root={cfg.data.root}: no TpuGraphs data there ({error}); run "
                          f"`python -m pipeline.download` or set data.root=<folder holding npz/>") from None
+    chosen = [Collection.parse(c) for c in cfg.data.collections]
+    missing = [c.slug for c in chosen if not (root / c.subdir).is_dir()]
+    if missing:
+        present = ",".join(c.slug for c in chosen if c.slug not in missing)
+        raise SystemExit(f"error: data.root={cfg.data.root}: no {', '.join(missing)} folder(s) under {root}; name "
+                         f"the collections it holds: 'data.collections=[{present}]'")
 
 
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:

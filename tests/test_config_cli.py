@@ -166,6 +166,19 @@ def test_real_data_without_its_files_fails_in_one_line_before_dvc(tmp_path):
         "error: setting data.root=None: expected the path of the TpuGraphs download when data.kind=tpugraphs"]
 
 
+def test_real_data_lacking_a_chosen_collection_names_the_ones_it_holds(tmp_path):
+    """A download holding only some collections (no nlp folders, say) used to pass `python -m pipeline.config` and
+    stop in stage prune naming a missing folder; now the command stops first, naming the collections to choose."""
+    params = (repo_root() / "params.yaml").read_bytes()
+    for sub in ("tile/xla/train", "layout/xla/random/train", "layout/xla/default/train"):
+        (tmp_path / "npz" / sub).mkdir(parents=True)
+    result = cli("pipeline.config", "data=tpugraphs", f"data.root={tmp_path}")
+    assert result.returncode == 2 and (repo_root() / "params.yaml").read_bytes() == params
+    assert result.stderr.strip().splitlines() == [
+        f"error: data.root={tmp_path}: no layout-nlp-random, layout-nlp-default folder(s) under {tmp_path / 'npz'}; "
+        f"name the collections it holds: 'data.collections=[tile-xla,layout-xla-random,layout-xla-default]'"]
+
+
 def test_threads_above_the_cores_warn(capsys):
     from pipeline.config import warn_threads
 
