@@ -24,8 +24,8 @@ from tqdm import tqdm
 
 from pipeline.files import blocking_file, read_json, remove, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
-from pipeline.hlo.featurize import (HloModule, SearchParams, layout_configs, layout_program, parse_module, tile_programs,
-                                    why_no_layout_node)
+from pipeline.hlo.featurize import (HloModule, LayoutProgram, SearchParams, layout_configs, layout_program,
+                                    parse_module, tile_programs, why_no_layout_node)
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
@@ -80,9 +80,9 @@ def _graph_arrays(program) -> dict[str, np.ndarray]:
     return {"node_feat": program.node_feat, "node_opcode": program.node_opcode, "edge_index": program.edge_index}
 
 
-def write_layout(module: HloModule, stem: str, collection: Collection, s: FeaturizeSettings, folder: Path) -> int:
+def write_layout(program: LayoutProgram, stem: str, collection: Collection, s: FeaturizeSettings,
+                 folder: Path) -> int:
     """Write one layout test file of `collection`'s search; returns 1, or 0 when nothing is configurable."""
-    program = layout_program(module)
     if len(program.config_node_ids) == 0:
         return 0
     rng = graph_rng(s.seed, "featurize-layout", collection.slug, program_digest(program))   # the graph, not the name
@@ -198,9 +198,9 @@ def check_out(out: Path, collections: Sequence[Collection], train_from: Path | N
                                  f"a new one")
 
 
-def no_graph_reason(module: HloModule) -> str:
+def no_graph_reason(program: LayoutProgram) -> str:
     """Why a program gave no file in any collection (the layout reason; tile needs fused kernels)."""
-    return (f"{why_no_layout_node(layout_program(module).graph)}; no fused kernel (tile needs optimised HLO such as "
+    return (f"{why_no_layout_node(program.graph)}; no fused kernel (tile needs optimised HLO such as "
             f".compile().as_text())")
 
 
@@ -221,13 +221,13 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
             folder.mkdir(parents=True)
         for path, (stem, module) in zip(paths, tqdm(programs, desc="featurize", unit="program",
                                                     disable=not progress)):
-            got = 0
+            got, layout = 0, layout_program(module)                # one layout graph for every layout collection
             for c in s.collections:
-                write = write_tiles if c.kind == "tile" else write_layout
-                n = write(module, stem, c, s, folders[c.slug])
+                n = (write_tiles(module, stem, c, s, folders[c.slug]) if c.kind == "tile" else
+                     write_layout(layout, stem, c, s, folders[c.slug]))
                 counts[c.slug], got = counts[c.slug] + n, got + n
             if not got:
-                empty[str(path)] = no_graph_reason(module)
+                empty[str(path)] = no_graph_reason(layout)
         written = [c for c in s.collections if counts[c.slug]]
         for c in written:
             validate_folder(folders[c.slug], c)

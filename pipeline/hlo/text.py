@@ -235,7 +235,7 @@ class _Reader:
                 raise self.fail(line, "a dimension size (a non-negative integer)", d)
             dims.append(int(d))
         if max(dims, default=0) > MAX_ELEMENTS or math.prod(dims) > MAX_ELEMENTS:
-            raise self.fail(line, f"a shape of at most {MAX_ELEMENTS} elements (XLA's int64 sizes)", m.group(0)[:80])
+            raise self.fail(line, f"a shape of at most {MAX_ELEMENTS} elements (XLA's int64 sizes)", m.group(0))
         pos, layout = m.end(), None
         if text.startswith("{", pos):
             end = closing(text, pos)
