@@ -138,8 +138,8 @@ def main() -> None:
     changed = {f"{section}.{key}": value for section in COST_SECTIONS for key, value in other_cost[section].items()
                if value != home_cost[section].get(key)}
     lines = [f"# Rank in one world, score in another (`benchmarks/cross_world.py`, data={home_cfg.data.name})", "",
-             f"`python benchmarks/cross_world.py {args.other} --tag {args.tag}`; the other world's cost constants: "
-             f"`{json.dumps(changed)}`.", "", *table(means), "", *table(rows)]
+             f"`python benchmarks/cross_world.py OTHER --tag {args.tag}`, OTHER a clone whose data, models and predictions "
+             f"were made with these cost constants (the rest as here): `{json.dumps(changed)}`.", "", *table(means), "", *table(rows)]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"cross_world_{args.tag}.md").write_text("\n".join(lines) + "\n")
     (args.out / f"cross_world_{args.tag}.json").write_text(json.dumps({"means": means, "rows": rows}, indent=1) + "\n")
