@@ -42,6 +42,10 @@ from pipeline.tuning.space import LayoutSpace  # noqa: E402
 from pipeline.tuning.verify import AutotuneSettings  # noqa: E402
 
 
+OWN = "own"                                            # the world of the trained models: `synthesize.layout_cost`
+COST_PREFIX = "synthesize.layout_cost."
+
+
 def programs() -> dict:
     """name -> (function, example arguments): each a program shape the zoo does not generate."""
     import jax
@@ -139,10 +143,6 @@ def autotune(text: Path, optimized: Path, out: Path, model: str, seed: int, over
         message = lines[-1] if lines else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return {"error": message.replace(str(text.parent), "<dump>"), "rc": done.returncode}
     return json.loads((out / f"{text.name.removesuffix('.hlo.txt')}.json").read_text())
-
-
-OWN = "own"                                            # the world of the trained models: `synthesize.layout_cost`
-COST_PREFIX = "synthesize.layout_cost."
 
 
 def parse_timing(text: str) -> tuple[str, list[str]]:

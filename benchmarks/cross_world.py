@@ -33,8 +33,8 @@ from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.scoring import metrics  # noqa: E402
 from pipeline.scoring.evaluate import load_truth  # noqa: E402
 from pipeline.tpugraphs.dataset import Collection, graph_paths  # noqa: E402
+from pipeline.tpugraphs.schema import PREDICTED_SPLITS as SPLITS  # noqa: E402   (valid, test)
 
-SPLITS = ("valid", "test")
 COST_SECTIONS = ("layout_cost", "tile_cost")               # synthesize.* sections the two worlds may differ in
 CONFIG_KEYS = {"tile": ("node_feat", "config_feat"), "layout": ("node_feat", "node_config_ids", "node_config_feat")}
 
