@@ -38,9 +38,9 @@ from pipeline.graphnet.losses import ranking_loss
 from pipeline.graphnet.model import ModelSpec
 from pipeline.graphnet.schedule import LrSchedule, Plateau, stop_reason
 from pipeline.pruned import PrunedGraph
+from pipeline.scoring import metrics
 
 RESUME_CHANGES_SHOWN = 4          # differences a refused checkpoint's message lists at most
-from pipeline.scoring import metrics
 
 
 @dataclass(frozen=True)
