@@ -163,11 +163,12 @@ class _Checker:
         if array.dtype.kind not in "fiu":
             raise self.fail(key, "a real dtype (float32)", f"dtype {array.dtype}")
         self.shape(key, array.shape, expected)
-        array = array.astype(np.float32)
-        bad = ~np.isfinite(array)
+        with np.errstate(over="ignore"):      # float64 beyond float32's range becomes inf: refused below, no warning
+            cast = array.astype(np.float32)
+        bad = ~np.isfinite(cast)
         if bad.any():
             raise self.fail(key, "finite values (as float32)", f"{array[bad][0]} {_first(bad)}")
-        return array
+        return cast
 
     def within(self, key: str, array: np.ndarray, low: int, high: int | None, what: str = "") -> None:
         """All values in [low, high] (high None: unbounded)."""

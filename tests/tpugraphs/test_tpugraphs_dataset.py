@@ -1,6 +1,7 @@
 """pipeline.tpugraphs.dataset: collections, dataset roots, loading and validating official npz files."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -186,6 +187,17 @@ def test_tile_corruption_raises_clear_error(tmp_path, case):
     mutate(arrays)
     path = write_npz(tmp_path / "bad.npz", arrays)
     _raises(path, key, lambda: load_graph(path, TILE, "valid"))
+
+
+def test_float64_node_feat_beyond_float32_is_refused_naming_the_value_without_a_warning(tmp_path):
+    arrays = make_layout_arrays()
+    arrays["node_feat"] = arrays["node_feat"].astype(np.float64)
+    arrays["node_feat"][2, 7] = 1e300                  # finite in float64, inf once cast to float32
+    path = write_npz(tmp_path / "big.npz", arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # numpy's overflow RuntimeWarning would be a second stderr line
+        message = _raises(path, "node_feat", lambda: load_graph(path, LAYOUT, "train"))
+    assert message.endswith("expected finite values (as float32); found 1e+300 at index (2, 7) (1 such values)")
 
 
 @pytest.mark.parametrize("kind, key, cut, message", [
