@@ -87,7 +87,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                                     where=f"{root / collection.subdir / 'train'}", min_std=params.min_std)
         normalizer.save(tmp / NORMALIZER_FILE)
         for result in tqdm(done, desc=f"normalise {collection.slug}", unit="graph", mininterval=1.0):
-            write_normalized(tmp / result.split / result.graph_id, normalizer)
+            write_normalized(tmp / result.split / result.graph_id, normalizer, root / result.source_file)
         rows = [r.row for r in done]
         write_index(rows, tmp / INDEX_FILE)
         report = {"collection": collection.name, "source": collection.subdir.as_posix(),

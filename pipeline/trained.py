@@ -45,7 +45,7 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
     if result.error is not None:
         raise result.error
     folder = work_dir / result.graph_id
-    write_normalized(folder, Normalizer.load(normalizer_path))
+    write_normalized(folder, Normalizer.load(normalizer_path), path)
     return load_pruned_graph(folder, mmap=False)
 
 

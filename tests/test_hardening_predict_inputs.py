@@ -88,6 +88,18 @@ def test_a_file_that_is_neither_npz_nor_hlo_text_is_refused(setup, tmp_path, nam
     assert refused(setup, path, "--model", "heuristic") == f"error: {path}: {words}"
 
 
+def test_a_graph_whose_node_feat_standardises_past_float32_is_refused(setup, tmp_path):
+    """A finite node_feat far beyond train's range (3e38) became inf once standardised: the GNN stopped with a
+    traceback, LightGBM and the heuristic ranked with inf features after a RuntimeWarning."""
+    arrays = dict(np.load(setup[1]))
+    arrays["node_feat"][:] = 3e38
+    path = tmp_path / "huge.npz"
+    np.savez(path, **arrays)
+    line = refused(setup, path, "--model", "heuristic", "--collection", SLUG)
+    assert line.startswith(f"error: {path} [key 'node_feat']: expected values that standardise within float32 "
+                           f"(column '"), line
+
+
 def test_hlo_text_opening_with_comments_is_hlo_text(tmp_path):
     """predict sniffed the first non-blank line: XLA's benchmark files open with a /* ... */ note and lit tests with
     `// RUN:` lines, which the parser skips but predict refused as 'expected HLO module text'."""

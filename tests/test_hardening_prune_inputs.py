@@ -36,6 +36,12 @@ def nan_features(root: Path) -> None:
     write_npz(root / LAYOUT / "train" / "a.npz", arrays)
 
 
+def huge_features(root: Path) -> None:
+    arrays = in_split(make_layout_arrays(), "test")
+    arrays["node_feat"][:] = 3e38       # finite float32; standardised with train's statistics it overflows float32
+    write_npz(root / LAYOUT / "test" / "c.npz", arrays)
+
+
 # case: (how to spoil the tree, collection, extra overrides, the file or folder the line names, words it holds)
 CASES = {
     "empty test split": (lambda r: (r / LAYOUT / "test/c.npz").unlink(), "layout-xla-random", [],
@@ -64,6 +70,8 @@ CASES = {
         LAYOUT / "test/c.npz", "a readable npz (zip) archive"),
     "NaN in node_feat": (nan_features, "layout-xla-random", [], LAYOUT / "train/a.npz",
                          "[key 'node_feat']: expected finite values"),
+    "node_feat past float32 once standardised": (huge_features, "layout-xla-random", [], LAYOUT / "test/c.npz",
+                                                 "[key 'node_feat']: expected values that standardise within float32"),
     "a folder named x.npz": (lambda r: (r / LAYOUT / "train/x.npz").mkdir(), "layout-xla-random", [],
                              LAYOUT / "train/x.npz", "not a regular file"),
     "a tile file in a layout folder": (lambda r: write_npz(r / LAYOUT / "train/t.npz", make_tile_arrays()),
@@ -79,7 +87,7 @@ CASES = {
                                         "layout-xla-random", [], LAYOUT / "valid/a2.npz",
                                         f"found the node_opcode, edge_index, node_feat of train graph "),
 }
-FAST = {"empty test split", "a file name that is not UTF-8"}        # the rest run in the slow (CI) selection
+FAST = {"empty test split", "a file name that is not UTF-8", "node_feat past float32 once standardised"}        # the rest run in the slow (CI) selection
 
 
 @pytest.mark.parametrize("case", [name if name in FAST else pytest.param(name, marks=pytest.mark.slow)

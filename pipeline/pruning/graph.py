@@ -135,8 +135,9 @@ def prune_file(path: Path, collection: Collection, split: str, source_file: str,
     return result
 
 
-def write_normalized(folder: Path, normalizer: Normalizer) -> None:
-    """Replace `<folder>/node_feat.npy` with the normalised `node_feat_raw.npy` (temp file + rename)."""
-    node_feat = normalizer.apply(np.load(folder / "node_feat_raw.npy", allow_pickle=False))   # [nodes, kept cols]
+def write_normalized(folder: Path, normalizer: Normalizer, source: str | Path) -> None:
+    """Replace `<folder>/node_feat.npy` with the normalised `node_feat_raw.npy` (temp file + rename); a value that
+    standardises past float32 raises TpuGraphsFormatError naming `source`, the graph's npz file."""
+    node_feat = normalizer.apply(np.load(folder / "node_feat_raw.npy", allow_pickle=False), source)   # [nodes, kept]
     with atomic_path(folder / "node_feat.npy") as tmp, open(tmp, "wb") as f:
         np.save(f, node_feat, allow_pickle=False)

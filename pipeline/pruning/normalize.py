@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from pipeline.files import write_text
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
 
@@ -101,13 +102,27 @@ class Normalizer:
     def names(self) -> list[str]:
         return [NODE_FEAT_NAMES[c] for c in self.columns]
 
-    def apply(self, node_feat_raw: np.ndarray) -> np.ndarray:
-        """float32 [nodes, len(columns)]: log step, then (x - mean) / std, on the kept columns."""
+    def apply(self, node_feat_raw: np.ndarray, where: str | Path = "node_feat_raw") -> np.ndarray:
+        """float32 [nodes, len(columns)]: log step, then (x - mean) / std, on the kept columns.
+
+        Raises:
+            TpuGraphsFormatError: naming `where` (the graph's file), when a value (finite, but far beyond the train
+                range of a column that is not logged) standardises past float32's range.
+        """
         cols = np.asarray(self.columns, dtype=np.int64)
         x = np.asarray(node_feat_raw, dtype=np.float64)[:, cols]   # [nodes, kept columns]
         log = np.asarray(self.log, dtype=bool)
         x[:, log] = np.sign(x[:, log]) * np.log1p(np.abs(x[:, log]))
-        return ((x - np.asarray(self.mean)) / np.asarray(self.std)).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = ((x - np.asarray(self.mean)) / np.asarray(self.std)).astype(np.float32)
+        bad = ~np.isfinite(out)
+        if bad.any():
+            node, k = (int(i) for i in np.argwhere(bad)[0])
+            raw = np.asarray(node_feat_raw)[node, self.columns[k]]
+            raise TpuGraphsFormatError(where, "node_feat", f"values that standardise within float32 (column "
+                                       f"'{self.names[k]}': train mean {self.mean[k]:.6g}, std {self.std[k]:.6g})",
+                                       f"{raw:.6g} at node {node} ({int(bad.sum())} such values)")
+        return out
 
     def to_dict(self) -> dict:
         return {"columns": self.columns, "names": self.names, "log": self.log, "mean": self.mean,

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.pruning.normalize import ColumnStats, Normalizer, fit_normalizer, log_mask, signed_log
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 COL = {name: i for i, name in enumerate(NODE_FEAT_NAMES)}
@@ -93,3 +94,21 @@ def test_min_std_floors_nearly_constant_columns():
     assert floored.apply(unseen)[0, k] == pytest.approx(np.log(65) - mean, rel=1e-5)
     p = floored.names.index("parameter_number")
     assert floored.std[p] == plain.std[p] == pytest.approx(np.arange(100).std())
+
+
+def test_a_value_that_standardises_past_float32_names_the_file_column_and_node():
+    mask = log_mask(["shape_dimensions_product"])
+    train = np.zeros((4, 140), np.float32)
+    train[:, COL["parameter_number"]] = [0, 0, 0.5, 0.5]                    # mean .25, std .25
+    train[:, COL["shape_dimensions_product"]] = [0, 0, np.e - 1, np.e - 1]
+    norm = fit_normalizer(_stats(train, mask), mask, pad_value=-1)
+    unseen = np.zeros((3, 140), np.float32)
+    unseen[1, COL["parameter_number"]] = 3e38           # finite float32, 1.2e39 deviations out: inf as float32
+    unseen[2, COL["shape_dimensions_product"]] = 3e38   # a logged column: log1p keeps it small, no error
+    with pytest.raises(TpuGraphsFormatError) as info:
+        norm.apply(unseen, "new/g.npz")
+    assert str(info.value) == ("new/g.npz [key 'node_feat']: expected values that standardise within float32 "
+                               "(column 'parameter_number': train mean 0.25, std 0.25); found 3e+38 at node 1 "
+                               "(1 such values)")
+    unseen[1, COL["parameter_number"]] = 3e30
+    assert np.isfinite(norm.apply(unseen, "new/g.npz")).all()
