@@ -44,6 +44,9 @@ _STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+# the arrays of a module header, each found from the start of its type name: unanchored, _ARRAY retried a long
+# word (a module name of 80 000 letters) from each of its letters, 20 s of backtracking
+_HEADER_ARRAY = re.compile(r"(?<![a-z0-9])" + _ARRAY.pattern)
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _IN_STRING = r'(?:[^"\\]|\\.)*'                                      # a string literal's text, escapes included
@@ -329,7 +332,7 @@ class _Reader:
         header = first_line.split(None, 1)
         if len(header) < 2:
             raise self.fail(at, "a module name after 'HloModule'", first_line)
-        for array in _ARRAY.finditer(first_line):             # entry_computation_layout={(f32[?]{0})->...}
+        for array in _HEADER_ARRAY.finditer(first_line):             # entry_computation_layout={(f32[?]{0})->...}
             if is_element_type(array.group(1)) and any(d.strip() == "?" for d in array.group(2).split(",")):
                 raise self.fail(at, UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
