@@ -67,7 +67,10 @@ def parse_indices(text: str) -> list[int]:
     parts = str(text).split(SEPARATOR)
     if not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
         raise ValueError(f"not a ';'-separated list of non-negative integers: {shortened(str(text))}")
-    return [int(p) for p in parts]
+    try:
+        return [int(p) for p in parts]
+    except ValueError:      # over Python's 4300-digit limit for int(str): its message names sys.set_int_max_str_digits
+        raise ValueError(f"not a list of config indices (one has over 4300 digits): {shortened(str(text))}") from None
 
 
 def check_row(kind: str, n_configs: int, indices: list[int], tile_top_k: int) -> str | None:
@@ -75,7 +78,7 @@ def check_row(kind: str, n_configs: int, indices: list[int], tile_top_k: int) ->
     if len(set(indices)) != len(indices):
         return "repeats a config index"
     if any(i >= n_configs for i in indices):
-        return f"index {max(indices)} out of range for {n_configs} configs"
+        return f"index {shortened(max(indices))} out of range for {n_configs} configs"
     if kind == "layout" and len(indices) != n_configs:
         return f"has {len(indices)} indices; a layout row must be a full permutation of {n_configs} configs"
     if kind == "tile" and len(indices) != min(tile_top_k, n_configs):

@@ -76,3 +76,14 @@ def test_echoed_ids_and_values_are_shortened():
     header = validate_submission(pd.DataFrame([["a", "b"]], columns=[huge_id, "TopConfigs"]), EXPECTED, 5)
     assert header == [f"header is ['{'x' * 75}...; expected ['ID', 'TopConfigs']"]
     assert max(len(p) for p in problems + header) < 200
+
+
+def test_an_index_of_many_digits_is_named_shortened():
+    """A 400-digit index was echoed whole ('index 999...9 out of range'); one past Python's 4300-digit limit for
+    int(str) ended in its message about sys.set_int_max_str_digits."""
+    rows = valid_rows()
+    rows[0] = ("tile:xla:aa", "9" * 400)
+    rows[1] = ("tile:xla:bb", "8" * 5000)
+    problems = validate_submission(table(rows), EXPECTED, 5)
+    assert problems == [f"tile:xla:aa: index {'9' * 77}... out of range for 7 configs",
+                        f"tile:xla:bb: not a list of config indices (one has over 4300 digits): '{'8' * 77}'..."]
