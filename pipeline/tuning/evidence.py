@@ -51,7 +51,7 @@ def sibling_valid_graphs(cfg: DictConfig, collection: Collection) -> list[Pruned
                 result = prune_file(path, collection, SPLIT, str(path), params, out)
                 if result.error is not None:
                     raise result.error
-                write_normalized(out / result.graph_id, norm)
+                write_normalized(out / result.graph_id, norm, path)
                 graph = load_pruned_graph(out / result.graph_id, mmap=False)
                 graphs.append(dataclasses.replace(graph, graph_id=f"{sibling.slug}/{graph.graph_id}"))   # own key
     return graphs
