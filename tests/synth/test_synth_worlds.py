@@ -17,11 +17,11 @@ from pipeline.tpugraphs.schema import NPZ_SUBDIR
 
 @pytest.fixture(scope="module")
 def base():
-    return layout_cost(compose([]).synthesize.layout_cost)
+    return layout_cost(compose([], with_selection=False).synthesize.layout_cost)
 
 
 def test_the_default_conf_spreads_nothing(base):
-    world = world_spread(compose([]).synthesize.world)
+    world = world_spread(compose([], with_selection=False).synthesize.world)
     assert world.splits == () and set(world.spread.values()) == {1.0} and world.placement_power == (1.0, 1.0)
     assert graph_world(base, dataclasses.replace(world, splits=("train",)), "train", np.random.default_rng(0)) == base
     assert graph_world(base, world, "train", np.random.default_rng(0)) is base
@@ -63,7 +63,7 @@ def test_a_bad_world_names_its_key_in_one_line(section, key):
 
 @pytest.mark.slow
 def test_spread_train_graphs_keep_their_configs_and_change_their_runtimes(tmp_path):
-    cfg = compose(["data=programs_ci"])
+    cfg = compose(["data=programs_ci"], with_selection=False)
     s = program_settings(cfg.data.generator, cfg.synthesize)
     s = dataclasses.replace(s, programs={"xla": {"train": 1, "test": 1}}, tile_programs={})
     spread = dataclasses.replace(s, world=WorldSpread(("train",), {"bytes_per_ns": 3.0, "flops_per_ns": 3.0},
@@ -75,7 +75,7 @@ def test_spread_train_graphs_keep_their_configs_and_change_their_runtimes(tmp_pa
     assert {f.parent.name for f in files} == {"train", "test"}
     for path in files:
         a, b = np.load(path), np.load(tmp_path / "spread" / path.relative_to(tmp_path / "base"))
-        for key in ("node_feat", "node_config_feat", "edge_index", "config_node_ids"):
+        for key in ("node_feat", "node_config_feat", "edge_index", "node_config_ids"):
             np.testing.assert_array_equal(a[key], b[key])
         same = np.array_equal(a["config_runtime"], b["config_runtime"])
         assert same == (path.parent.name == "test"), path
