@@ -74,7 +74,8 @@ SCHEMA = Group({
     "synthesize": Group({"noise": NON_NEGATIVE, "normalizer_noise": NON_NEGATIVE, "chunk_configs": COUNT,
                          "workers": COUNT,                # processes building the programs (builder programs)
                          "search": AnyMapping(), "layout_cost": AnyMapping(), "tile_cost": AnyMapping(),
-                         "tile_search": AnyMapping()}),
+                         "tile_search": AnyMapping(),
+                         "world": AnyMapping()}),          # constants drawn per program (pipeline/synth/worlds.py)
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
         "seed": Int(),

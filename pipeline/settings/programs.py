@@ -6,6 +6,7 @@ from typing import Mapping
 
 from pipeline.settings.sections import layout_cost, search_params, tile_search
 from pipeline.synth.programs import ProgramSettings
+from pipeline.synth.worlds import world_spread
 
 
 def grids(sizes: Mapping) -> dict:
@@ -15,7 +16,7 @@ def grids(sizes: Mapping) -> dict:
 
 def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings:
     """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` and `extra_programs` optional:
-    none by default)."""
+    none by default; `synthesize.world` optional: one set of constants)."""
     g, s = generator, synthesize
     return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
                            grids(g["sizes"]), grids(g.get("tile_sizes") or {}),
@@ -24,4 +25,5 @@ def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings
                            float(s["noise"]), float(s["normalizer_noise"]), int(s["chunk_configs"]),
                            search_params(s["search"]), layout_cost(s["layout_cost"]),
                            tile_search(s["tile_search"]["min_tile"], s["tile_cost"]),
-                           {k: dict(v) for k, v in (g.get("extra_programs") or {}).items()})
+                           {k: dict(v) for k, v in (g.get("extra_programs") or {}).items()},
+                           world_spread(s.get("world")))

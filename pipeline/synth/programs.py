@@ -35,6 +35,7 @@ from pipeline.scoring.metrics import kendall_tau, tile_score
 from pipeline.featurizer.tile_configs import TileSearch, default_config, tile_configs
 from pipeline.seeds import graph_rng
 from pipeline.synth.common import finish, log_uniform, stats_row
+from pipeline.synth.worlds import WorldSpread, graph_world
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import SPLITS, Collection
 from pipeline.zoo.common import compiled_text, lowered_text
@@ -66,6 +67,7 @@ class ProgramSettings:
     layout_cost: LayoutCostParams
     tile_search: TileSearch
     extra_programs: Mapping = field(default_factory=dict)   # {source: {split: count}}: families outside the rotation
+    world: WorldSpread = field(default_factory=WorldSpread)  # constants drawn per program (`synthesize.world`)
 
 
 def layout_graph_of(program: ZooProgram) -> LayoutProgram:
@@ -95,7 +97,8 @@ def write_layout(s: ProgramSettings, collection: Collection, program: ZooProgram
     if len(ids) > s.max_config_nodes:
         ids = np.sort(rng.choice(ids, size=s.max_config_nodes, replace=False))
     specs = block_specs(layout.graph, ids)
-    model = LayoutCostModel(layout.graph, ids, s.layout_cost)
+    world = graph_world(s.layout_cost, s.world, split, graph_rng(s.seed, "layout-world", split, program.name))
+    model = LayoutCostModel(layout.graph, ids, world)
     n_configs = log_uniform(rng, s.test_configs if split == "test" else s.layout_configs)
     default_prob = float(rng.uniform(*s.search.default_block_prob))
     stem = writer.hex_stem(rng, 32) if split == "test" else program.name
