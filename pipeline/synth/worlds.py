@@ -42,7 +42,8 @@ def world_spread(section: Mapping | None) -> WorldSpread:
         return WorldSpread()
     unknown = sorted(set(section) - {"splits", "spread", "placement_power"})
     if unknown:
-        raise SettingsError(f"synthesize.world.{unknown[0]}", section[unknown[0]], "no such key (splits, spread, placement_power)")
+        raise SettingsError(f"synthesize.world.{unknown[0]}", section[unknown[0]],
+                            "no such key (splits, spread, placement_power)")
     splits = tuple(section.get("splits") or ())
     for split in splits:
         if split not in SPLITS:
