@@ -37,3 +37,6 @@ AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers:
 AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search
 MODEL_STAGES = ("heuristic", "lgbm", "gnn")           # dvc.yaml's model stages: the ensemble's possible members
 MODELS = ("ensemble", *MODEL_STAGES)                  # what predict, submit and summary can name (pipeline.trained)
+WORLD_SPREAD_CONSTANTS = ("flops_per_ns", "f32_slowdown", "bytes_per_ns", "op_overhead_ns", "copy_overhead_ns",
+                          "launch_overhead_ns", "offpair_penalty")   # synthesize.world.spread: the scalar fields of
+                                                                     # pipeline.costmodel.layout.LayoutCostParams

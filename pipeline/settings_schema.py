@@ -27,12 +27,12 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
                               LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
-                              MODELS, VALID_METRICS)
+                              MODELS, VALID_METRICS, WORLD_SPREAD_CONSTANTS)
 from pipeline.errors import PipelineError
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
-from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES, SPLITS
 
 # by-search gnn keys only layout models read (no tile entry)
 GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources", "layout_roles", "layout_padding")
@@ -75,7 +75,11 @@ SCHEMA = Group({
                          "workers": COUNT,                # processes building the programs (builder programs)
                          "search": AnyMapping(), "layout_cost": AnyMapping(), "tile_cost": AnyMapping(),
                          "tile_search": AnyMapping(),
-                         "world": AnyMapping()}),          # constants drawn per program (pipeline/synth/worlds.py)
+                         "world": Group({                  # constants drawn per program (pipeline/synth/worlds.py)
+                             "splits": List(Str(SPLITS)),
+                             "spread": Group({name: Float(low=1.0) for name in WORLD_SPREAD_CONSTANTS}),
+                             "placement_power": List(POSITIVE, min_len=2, unique=False),   # [low, high]: a rule
+                         })}),
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
         "seed": Int(),
@@ -238,6 +242,13 @@ def validate(cfg: Mapping) -> None:
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
     check_generator_grids(cfg["data"]["generator"])
+    check_placement_power(cfg["synthesize"]["world"]["placement_power"])
+
+
+def check_placement_power(power: Sequence[float]) -> None:
+    """synthesize.world.placement_power is a range: [low, high] with low <= high."""
+    if len(power) != 2 or power[0] > power[1]:
+        raise SettingsError("synthesize.world.placement_power", list(power), "[low, high] with low <= high")
 
 
 def check_ensemble_prefer(ensemble: Mapping) -> None:

@@ -16,7 +16,7 @@ def grids(sizes: Mapping) -> dict:
 
 def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings:
     """`data.generator` of builder `programs` and the `synthesize` group (`tile_sizes` and `extra_programs` optional:
-    none by default; `synthesize.world` optional: one set of constants)."""
+    none by default)."""
     g, s = generator, synthesize
     return ProgramSettings(int(g["seed"]), {k: dict(v) for k, v in g["programs"].items()},
                            grids(g["sizes"]), grids(g.get("tile_sizes") or {}),
@@ -26,4 +26,4 @@ def program_settings(generator: Mapping, synthesize: Mapping) -> ProgramSettings
                            search_params(s["search"]), layout_cost(s["layout_cost"]),
                            tile_search(s["tile_search"]["min_tile"], s["tile_cost"]),
                            {k: dict(v) for k, v in (g.get("extra_programs") or {}).items()},
-                           world_spread(s.get("world")))
+                           world_spread(s["world"]))

@@ -21,10 +21,6 @@ from typing import Mapping
 import numpy as np
 
 from pipeline.costmodel.layout import LayoutCostParams
-from pipeline.settings_types import SettingsError
-from pipeline.tpugraphs.dataset import SPLITS
-
-SCALED = tuple(f.name for f in dataclasses.fields(LayoutCostParams) if f.type in ("float", float))
 
 
 @dataclass(frozen=True)
@@ -36,31 +32,11 @@ class WorldSpread:
     placement_power: tuple[float, float] = (1.0, 1.0)
 
 
-def world_spread(section: Mapping | None) -> WorldSpread:
-    """The `synthesize.world` section, checked: a SettingsError (one line) names the key and what was expected."""
-    if not section:
-        return WorldSpread()
-    unknown = sorted(set(section) - {"splits", "spread", "placement_power"})
-    if unknown:
-        raise SettingsError(f"synthesize.world.{unknown[0]}", section[unknown[0]],
-                            "no such key (splits, spread, placement_power)")
-    splits = tuple(section.get("splits") or ())
-    for split in splits:
-        if split not in SPLITS:
-            raise SettingsError("synthesize.world.splits", list(splits), f"a list of {', '.join(SPLITS)}")
-    spread = {}
-    for key, factor in dict(section.get("spread") or {}).items():
-        if key not in SCALED:
-            raise SettingsError(f"synthesize.world.spread.{key}", factor,
-                                f"a scalar constant of synthesize.layout_cost ({', '.join(SCALED)})")
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1.0:
-            raise SettingsError(f"synthesize.world.spread.{key}", factor, "a factor >= 1")
-        spread[str(key)] = float(factor)
-    power = list(section.get("placement_power") or (1.0, 1.0))
-    if (len(power) != 2 or not all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in power)
-            or not 0.0 < power[0] <= power[1]):
-        raise SettingsError("synthesize.world.placement_power", power, "[low, high] with 0 < low <= high")
-    return WorldSpread(tuple(str(s) for s in splits), spread, (float(power[0]), float(power[1])))
+def world_spread(section: Mapping) -> WorldSpread:
+    """The `synthesize.world` section (checked by pipeline/settings_schema.py) as a WorldSpread."""
+    return WorldSpread(tuple(str(split) for split in section["splits"]),
+                       {str(key): float(factor) for key, factor in section["spread"].items()},
+                       (float(section["placement_power"][0]), float(section["placement_power"][1])))
 
 
 def graph_world(base: LayoutCostParams, world: WorldSpread, split: str, rng: np.random.Generator) -> LayoutCostParams:

@@ -6,7 +6,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from pipeline.choices import WORLD_SPREAD_CONSTANTS
 from pipeline.config import compose
+from pipeline.costmodel.layout import LayoutCostParams
 from pipeline.settings.programs import program_settings
 from pipeline.settings.sections import layout_cost
 from pipeline.settings_types import SettingsError
@@ -28,8 +30,7 @@ def test_the_default_conf_spreads_nothing(base):
 
 
 def test_a_spread_split_draws_within_its_bounds_and_others_keep_the_base(base):
-    world = world_spread({"splits": ["train"], "spread": {"bytes_per_ns": 2.0, "copy_overhead_ns": 1.0},
-                          "placement_power": [2.0, 2.0]})
+    world = WorldSpread(("train",), {"bytes_per_ns": 2.0, "copy_overhead_ns": 1.0}, (2.0, 2.0))
     drawn = [graph_world(base, world, "train", np.random.default_rng(seed)) for seed in range(50)]
     bandwidths = np.array([w.bytes_per_ns for w in drawn])
     assert np.all((bandwidths >= base.bytes_per_ns / 2) & (bandwidths <= base.bytes_per_ns * 2))
@@ -44,21 +45,30 @@ def test_a_spread_split_draws_within_its_bounds_and_others_keep_the_base(base):
         base, world, "train", np.random.default_rng(7))
 
 
-@pytest.mark.parametrize("section, key", [
-    ({"spread": {"tile": 2.0}}, "synthesize.world.spread.tile"),
-    ({"spread": {"bandwidth": 2.0}}, "synthesize.world.spread.bandwidth"),
-    ({"spread": {"bytes_per_ns": 0.5}}, "synthesize.world.spread.bytes_per_ns"),
-    ({"spread": {"bytes_per_ns": "two"}}, "synthesize.world.spread.bytes_per_ns"),
-    ({"placement_power": [1.5, 0.5]}, "synthesize.world.placement_power"),
-    ({"placement_power": [0.0, 1.0]}, "synthesize.world.placement_power"),
-    ({"placement_power": [1.0]}, "synthesize.world.placement_power"),
-    ({"splits": ["training"]}, "synthesize.world.splits"),
-    ({"splitz": ["train"]}, "synthesize.world.splitz"),
+@pytest.mark.parametrize("override, key", [
+    ("synthesize.world.spread.bytes_per_ns=0.5", "synthesize.world.spread.bytes_per_ns"),
+    ("synthesize.world.spread.bytes_per_ns=two", "synthesize.world.spread.bytes_per_ns"),
+    ("synthesize.world.placement_power=[1.5,0.5]", "synthesize.world.placement_power"),
+    ("synthesize.world.placement_power=[0.0,1.0]", "synthesize.world.placement_power[0]"),
+    ("synthesize.world.placement_power=[1.0]", "synthesize.world.placement_power"),
+    ("synthesize.world.splits=[training]", "synthesize.world.splits[0]"),
 ])
-def test_a_bad_world_names_its_key_in_one_line(section, key):
+def test_a_bad_world_names_its_key_in_one_line(override, key):
     with pytest.raises(SettingsError) as error:
-        world_spread(section)
+        compose([override], with_selection=False)
     assert str(error.value).startswith(f"setting {key}=") and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("override", ["synthesize.world.spread.bandwidth=2.0", "synthesize.world.spread.tile=2.0",
+                                      "synthesize.world.splitz=[train]"])
+def test_a_key_the_world_does_not_have_is_refused(override):
+    with pytest.raises(SettingsError, match=r"^setting synthesize\.world\."):
+        compose([override], with_selection=False)
+
+
+def test_the_spread_names_every_scalar_constant_of_the_layout_cost_model():
+    scalars = {f.name for f in dataclasses.fields(LayoutCostParams) if f.type == "float"}
+    assert set(WORLD_SPREAD_CONSTANTS) == scalars and "tile" not in scalars and "placement" not in scalars
 
 
 @pytest.mark.slow
