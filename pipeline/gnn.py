@@ -74,8 +74,8 @@ def sibling_train_graphs(cfg: DictConfig, collection: Collection) -> list[Pruned
         raise ValueError(f"{folder / INDEX_FILE} missing: {collection.slug} trains on {sibling.slug}'s train graphs "
                          f"too; run `dvc repro prune@{sibling.slug}` first")
     normalizer = Normalizer.load(collection_dir(cfg.paths.pruned_dir, collection.slug) / NORMALIZER_FILE)
-    return [dataclasses.replace(g, graph_id=f"{sibling.slug}/{g.graph_id}",
-                                node_feat=normalizer.apply(g.node_feat_raw))   # [nodes, this collection's columns]
+    return [dataclasses.replace(g, graph_id=f"{sibling.slug}/{g.graph_id}",       # [nodes, this collection's columns]
+                                node_feat=normalizer.apply(g.node_feat_raw, folder / "train" / g.graph_id))
             for g in iter_split(cfg.paths.pruned_dir, sibling.slug, "train")]
 
 

@@ -332,7 +332,7 @@ class _Reader:
         header = first_line.split(None, 1)
         if len(header) < 2:
             raise self.fail(at, "a module name after 'HloModule'", first_line)
-        for array in _HEADER_ARRAY.finditer(first_line):             # entry_computation_layout={(f32[?]{0})->...}
+        for array in _HEADER_ARRAY.finditer(first_line):      # entry_computation_layout={(f32[?]{0})->...}
             if is_element_type(array.group(1)) and any(d.strip() == "?" for d in array.group(2).split(",")):
                 raise self.fail(at, UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()

@@ -102,7 +102,7 @@ class Normalizer:
     def names(self) -> list[str]:
         return [NODE_FEAT_NAMES[c] for c in self.columns]
 
-    def apply(self, node_feat_raw: np.ndarray, where: str | Path = "node_feat_raw") -> np.ndarray:
+    def apply(self, node_feat_raw: np.ndarray, where: str | Path) -> np.ndarray:
         """float32 [nodes, len(columns)]: log step, then (x - mean) / std, on the kept columns.
 
         Raises:

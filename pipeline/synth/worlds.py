@@ -4,7 +4,8 @@ The held-out judge times configurations with a cost model the project never saw.
 constants learn that world's prices (how much a transpose copy, padded traffic or an off-minor feature dimension
 costs); drawn per program, the constants make the train and valid graphs disagree wherever worlds disagree, so the
 models rank by what holds across worlds and the autotune guard, whose margins come from the valid split, widens
-where the worlds' prices differ (`synthesize.world`, docs/decisions.md).
+where the worlds' prices differ (`synthesize.world`). Measured, it does neither: off by default (docs/decisions.md,
+"Cost constants drawn per program").
 
 A program of a spread split draws, from its own generator (`graph_rng`, keyed apart from the configurations, so
 the graphs and configurations are those of the unspread dataset):

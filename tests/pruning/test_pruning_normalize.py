@@ -51,10 +51,11 @@ def test_fit_on_train_then_apply_to_valid():
     valid[0, COL["parameter_number"]] = 10
     valid[0, COL["shape_dimensions_product"]] = np.e ** 2 - 1
     valid[0, COL["is_root"]] = 0                                           # differs on valid, still dropped
-    out = norm.apply(valid)
+    out = norm.apply(valid, "g.npz")
     assert out.dtype == np.float32 and out.shape == (1, 2)
     assert np.allclose(out[0], [(2 - 0.5) / 0.5, (10 - 3) / np.sqrt(3.5)], atol=1e-5)
-    assert np.allclose(norm.apply(train).mean(0), 0, atol=1e-6) and np.allclose(norm.apply(train).std(0), 1)
+    standardised = norm.apply(train, "g.npz")
+    assert np.allclose(standardised.mean(0), 0, atol=1e-6) and np.allclose(standardised.std(0), 1)
 
 
 def test_keep_constant_columns_and_errors():
@@ -62,7 +63,7 @@ def test_keep_constant_columns_and_errors():
     x = np.ones((3, 140))
     x[:, 0] = [1, 2, 3]
     norm = fit_normalizer(_stats(x, mask), mask, pad_value=-1, drop_constant=False)
-    assert len(norm.columns) == 140 and norm.std[1] == 1.0 and norm.apply(x)[:, 1].tolist() == [0, 0, 0]
+    assert len(norm.columns) == 140 and norm.std[1] == 1.0 and norm.apply(x, "g.npz")[:, 1].tolist() == [0, 0, 0]
     with pytest.raises(ValueError, match="somewhere: no train nodes"):
         fit_normalizer(ColumnStats.empty(), mask, pad_value=-1, where="somewhere")
 
@@ -73,7 +74,7 @@ def test_save_load_roundtrip(tmp_path):
     norm = fit_normalizer(_stats(x, mask), mask, pad_value=-1)
     norm.save(tmp_path / "normalizer.json")
     again = Normalizer.load(tmp_path / "normalizer.json")
-    assert again == norm and np.array_equal(again.apply(x), norm.apply(x))
+    assert again == norm and np.array_equal(again.apply(x, "g.npz"), norm.apply(x, "g.npz"))
 
 
 def test_min_std_floors_nearly_constant_columns():
@@ -90,8 +91,8 @@ def test_min_std_floors_nearly_constant_columns():
     unseen = np.zeros((1, 140), np.float32)
     unseen[0, COL["feature_group_count"]] = 64
     mean = (99 * np.log(2) + np.log(3)) / 100
-    assert plain.apply(unseen)[0, k] > 50
-    assert floored.apply(unseen)[0, k] == pytest.approx(np.log(65) - mean, rel=1e-5)
+    assert plain.apply(unseen, "g.npz")[0, k] > 50
+    assert floored.apply(unseen, "g.npz")[0, k] == pytest.approx(np.log(65) - mean, rel=1e-5)
     p = floored.names.index("parameter_number")
     assert floored.std[p] == plain.std[p] == pytest.approx(np.arange(100).std())
 
