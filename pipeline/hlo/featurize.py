@@ -52,6 +52,7 @@ class TileProgram:
     """One fused kernel of a (compiled) module."""
 
     name: str                    # <module>.<fusion instruction>
+    fusion: str                  # the fusion instruction's name exactly as in the text (no module, no %)
     graph: HloGraph
     kernel: TileKernel           # the kernel as the tile cost model describes it
     node_feat: np.ndarray        # [nodes, 140] float32
@@ -128,8 +129,8 @@ def tile_programs(module: HloModule) -> list[TileProgram]:
     programs = []
     for fusion, computation in fusions(module):
         graph = build_graph(module, root=computation)
-        programs.append(TileProgram(f"{module.name}.{fusion}", graph, tile_kernel(graph), node_feat_matrix(graph),
-                                    graph.opcodes(), graph.edge_index()))
+        programs.append(TileProgram(f"{module.name}.{fusion}", fusion, graph, tile_kernel(graph),
+                                    node_feat_matrix(graph), graph.opcodes(), graph.edge_index()))
     return programs
 
 
