@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.hlo.featurize import LayoutProgram, TileProgram, layout_program, parse_module, tile_programs
+from pipeline.hlo.featurize import (LayoutProgram, TileProgram, layout_program, parse_module, tile_programs,
+                                    why_no_tile_kernel)
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection
@@ -61,8 +62,7 @@ def read_program(name: str, text: str, source: str, optimized: str | None = None
                   file=sys.stderr)
         tiles = tuple(tile_programs(compiled))
         if not tiles:
-            print(f"warning: {optimized_source}: no fused kernels (fusion instructions), so no tiles to search; give "
-                  f"the optimised text (`.compile().as_text()` or an XLA dump's *after_optimizations.txt)",
+            print(f"warning: {optimized_source}: {why_no_tile_kernel(compiled)}, so no tiles to search",
                   file=sys.stderr)
     return Program(name, layout, layout.node_feat, tiles)
 
