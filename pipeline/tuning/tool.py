@@ -8,6 +8,7 @@ models found) before the search starts; errors are one line naming the file or k
 """
 from __future__ import annotations
 
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from pipeline.tuning.program import read_program, read_text, template_graph
 from pipeline.tuning.report import changes, frozen_beside, unmeasured
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.chain import guarded_pick
-from pipeline.tuning.space import LayoutSpace
+from pipeline.tuning.space import LayoutSpace, SpaceError
 from pipeline.tuning.tiles import tune_tiles
 from pipeline.tuning.verify import AutotuneSettings
 from pipeline.hlo.featurize import why_no_layout_node
@@ -118,9 +119,14 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     text, optimized = read_text(request.program), read_text(request.optimized) if request.optimized else None
     program = read_program(name, text, str(request.program), optimized, str(request.optimized))
     key = program_key(program)                                  # the graphs, not the file name nor the metadata
-    space = None
-    if len(program.layout.config_node_ids) or not program.tiles:          # refused here when there is neither
-        space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
+    space, ids = None, program.layout.config_node_ids
+    if not len(ids) and not program.tiles:                         # nothing to search: one line, both reasons
+        tiles_why = "" if program.no_tiles is None else f"; {program.no_tiles}"
+        raise SpaceError(f"{request.program}: {why_no_layout_node(program.layout.graph)}{tiles_why}")
+    if len(ids):
+        space = LayoutSpace.of(program.layout.graph, ids, str(request.program))
+    if program.no_tiles is not None:
+        print(f"warning: {program.no_tiles}, so no tiles to search", file=sys.stderr)
     guide = load_guide(cfg, model, collection)
     tile_guide = None
     if program.tiles:

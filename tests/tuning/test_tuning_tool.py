@@ -71,3 +71,20 @@ def test_a_program_with_kernels_but_no_configurable_node_gets_its_tiles(tmp_path
     with pytest.raises(SpaceError, match="no configurable node"):
         tool.autotune(cfg, tool.Request(tmp_path / "pool.hlo.txt", None, "lgbm", 10, None, tmp_path / "none"))
     assert not (tmp_path / "none").exists()
+
+
+def test_a_program_with_nothing_to_search_is_refused_in_one_line_with_both_reasons(tmp_path, capsys):
+    """`x -> x` with its optimised text: a warning (no fused kernel, give the optimised text) and then the error
+    (no configurable node) came out as two lines; now one error gives both reasons."""
+    (tmp_path / "id.hlo.txt").write_text(POOL.replace("reduce-window(x.1, init.2), window={size=1x2x2x1 "
+                                                      "stride=1x2x2x1}, to_apply=max_region", "negate(x.1)")
+                                         .replace("f32[2,4,4,4]", "f32[2,8,8,4]"))
+    scheduled = (tmp_path / "id.hlo.txt").read_text().replace("HloModule pool,", "HloModule pool, is_scheduled=true,")
+    (tmp_path / "id_opt.hlo.txt").write_text(scheduled)
+    with pytest.raises(SpaceError) as refused:
+        tool.autotune(load_cfg([]), tool.Request(tmp_path / "id.hlo.txt", tmp_path / "id_opt.hlo.txt", "lgbm", 10,
+                                                 None, tmp_path / "out"))
+    assert str(refused.value) == (f"{tmp_path / 'id.hlo.txt'}: no configurable node (convolution, dot, reshape) to "
+                                  f"lay out; {tmp_path / 'id_opt.hlo.txt'}: no fused kernel (XLA fused nothing in "
+                                  f"this optimised module)")
+    assert capsys.readouterr().err == "" and not (tmp_path / "out").exists()
