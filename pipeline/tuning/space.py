@@ -81,36 +81,29 @@ class LayoutSpace:
         return out
 
     @functools.cached_property
-    def same_layouts(self) -> dict[tuple[int, int], np.ndarray]:
-        """{(k, b): int16 [choices]: each choice's canonical choice} for the blocks whose tensor has a size-1 dim.
-        Orders that differ only in where the size-1 dims sit lay out the same bytes (XLA moves between them with a
-        bitcast): one equal to the compiler default's is the default (0), others the first choice of their order of
-        the remaining dims. An all-size-1 block (`f32[1,1,1,1]`) has one layout, the default."""
-        out = {}
+    def one_layout(self) -> np.ndarray:
+        """bool [NC, 3]: the blocks whose tensor has every dim of size 1 (`f32[1,1,1,1]`, rank >= 2): every order lays
+        out the same one element, tiled or not, so the compiler default is its one layout. Orders of a tensor with
+        some size-1 dims stay apart: a cost model that tiles the two most-minor dims (the project's, a TPU's) or
+        charges a copy between two orders tells them apart (folding them into one made stage autotune's oracle 1.2-4.5%
+        slower on three CNN programs: docs/autotune-log.md, "Tensors of size-1 dims")."""
+        out = np.zeros(self.ranks.shape, dtype=bool)
         for (k, b), rank in np.ndenumerate(self.ranks):
             if rank < 2:
                 continue
             node = self.graph.nodes[int(self.node_config_ids[k])]
             shape = node.shape if b == 0 else self.graph.nodes[node.operands[b - 1]].shape
-            if 1 not in shape:
-                continue
-            real = [tuple(int(d) for d in perm if shape[d] != 1) for perm in permutations(int(rank))]
-            first = {order: 1 + c for c, order in reversed(list(enumerate(real)))}
-            first[tuple(d for d in self.defaults[k][b] if shape[d] != 1)] = DEFAULT_CHOICE
-            out[k, b] = np.array([DEFAULT_CHOICE, *(first[order] for order in real)], dtype=np.int16)
+            out[k, b] = all(int(d) == 1 for d in shape)
         return out
 
     def canonical(self, candidates: np.ndarray) -> np.ndarray:
         """int16 copy of candidates [..., NC, 3] with every block set explicitly to its compiler-default layout written
-        as the default (choice 0), and every block whose tensor has size-1 dims written as its one choice of the
-        same byte order (`same_layouts`). Both spell one configuration (the cost models resolve -1 to that layout),
-        but a model that reads the "was default" flags or the permutation can score them apart and find a gain in
-        pinning what the compiler does anyway (3.1x predicted for moving the size-1 dims of an `f32[1,1,1,1]`); the
-        search scores and reports the canonical form only."""
-        cand = np.array(candidates, dtype=np.int16)
-        for (k, b), table in self.same_layouts.items():
-            cand[..., k, b] = table[cand[..., k, b]]
-        explicit = (cand == self.default_choices) & (self.default_choices > 0)
+        as the default (choice 0), and every block of `one_layout` too. Both spell one configuration (the cost models
+        resolve -1 to that layout), but a model that reads the "was default" flags or the permutation can score them
+        apart and find a gain in pinning what the compiler does anyway (3.1x predicted for reordering an
+        `f32[1,1,1,1]`); the search scores and reports the canonical form only."""
+        cand = np.asarray(candidates, dtype=np.int16)
+        explicit = ((cand == self.default_choices) & (self.default_choices > 0)) | self.one_layout
         if self.frozen is not None:
             explicit = explicit | self.frozen
         return np.where(explicit, DEFAULT_CHOICE, cand).astype(np.int16)
@@ -121,10 +114,7 @@ class LayoutSpace:
 
     @functools.cached_property
     def _searched(self) -> np.ndarray:
-        one_layout = np.zeros(self.ranks.shape, dtype=bool)             # [NC, 3]: every choice is the default
-        for (k, b), table in self.same_layouts.items():
-            one_layout[k, b] = not table.any()
-        frozen = one_layout if self.frozen is None else one_layout | self.frozen
+        frozen = self.one_layout if self.frozen is None else self.one_layout | self.frozen
         return np.argwhere((self.n_choices > 1) & ~frozen)
 
     def free_blocks(self) -> np.ndarray:
@@ -132,8 +122,7 @@ class LayoutSpace:
         return self._free.copy()
 
     def search_blocks(self) -> np.ndarray:
-        """int64 [S, 2]: the free blocks a search may change (every free block not `frozen`, nor of one layout:
-        `same_layouts`)."""
+        """int64 [S, 2]: the free blocks a search may change (every free block not `frozen`, nor `one_layout`)."""
         return self._searched.copy()
 
     @functools.cached_property
