@@ -25,7 +25,7 @@ from tqdm import tqdm
 from pipeline.files import blocking_file, read_json, remove, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
 from pipeline.hlo.featurize import (HloModule, LayoutProgram, SearchParams, layout_configs, layout_program,
-                                    parse_module, tile_programs, why_no_layout_node)
+                                    parse_module, tile_programs, why_no_layout_node, why_no_tile_kernel)
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
@@ -198,10 +198,9 @@ def check_out(out: Path, collections: Sequence[Collection], train_from: Path | N
                                  f"a new one")
 
 
-def no_graph_reason(program: LayoutProgram) -> str:
-    """Why a program gave no file in any collection (the layout reason; tile needs fused kernels)."""
-    return (f"{why_no_layout_node(program.graph)}; no fused kernel (tile needs optimised HLO such as "
-            f".compile().as_text())")
+def no_graph_reason(program: LayoutProgram, module: HloModule) -> str:
+    """Why a program gave no file in any collection (the layout reason; the tile reason)."""
+    return f"{why_no_layout_node(program.graph)}; {why_no_tile_kernel(module)}"
 
 
 def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from: Path | None = None,
@@ -227,7 +226,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
                      write_layout(layout, stem, c, s, folders[c.slug]))
                 counts[c.slug], got = counts[c.slug] + n, got + n
             if not got:
-                empty[str(path)] = no_graph_reason(layout)
+                empty[str(path)] = no_graph_reason(layout, module)
         written = [c for c in s.collections if counts[c.slug]]
         for c in written:
             validate_folder(folders[c.slug], c)

@@ -9,7 +9,8 @@ Public API (used by `pipeline.featurizer` and by the built-in dataset generator)
 - `layout_configs(...)`: candidate node_config_feat rows (tile config_feat rows: `pipeline.featurizer.tile_configs`).
 
 Configurable nodes (layout): convolutions, dots and reshapes (`opcodes.CONFIGURABLE`, the ones the layout cost
-model prices) of rank 1..6 whose operands have rank <= 6 (a config block holds 6 dims), in any computation.
+model prices) of rank 1..6 whose operands have rank <= 6 (a config block holds 6 dims), in any computation, with no
+array of a size-0 dim among them; a fusion of zero output elements gives no tile program (nothing to tile).
 Layout graphs are most faithful from unoptimised text (`.lower(...).as_text(dialect="hlo")`,
 `*.before_optimizations.txt`), as layout assignment runs before fusion; tile graphs need optimised text.
 """
@@ -29,7 +30,8 @@ from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.hlo.text import HloModule, HloParseError, parse_text
 
 __all__ = ["HloModule", "HloParseError", "LayoutProgram", "TileProgram", "SearchParams",
-           "parse_module", "layout_program", "tile_programs", "layout_configs", "configurable_nodes"]
+           "parse_module", "layout_program", "tile_programs", "layout_configs", "configurable_nodes",
+           "why_no_layout_node", "why_no_tile_kernel"]
 
 MAX_LAYOUT_RANK = 6
 
@@ -52,6 +54,7 @@ class TileProgram:
     """One fused kernel of a (compiled) module."""
 
     name: str                    # <module>.<fusion instruction>
+    fusion: str                  # the fusion instruction's name exactly as in the text (no module, no %)
     graph: HloGraph
     kernel: TileKernel           # the kernel as the tile cost model describes it
     node_feat: np.ndarray        # [nodes, 140] float32
@@ -75,27 +78,39 @@ def parse_module(text: str, source: str = "<text>") -> HloModule:
     return module
 
 
+def _not_configurable(graph: HloGraph, node) -> str | None:
+    """Why a convolution, dot or reshape is no configurable node (None when it is one)."""
+    ranks = [node.rank, *(graph.nodes[o].rank for o in node.operands)]
+    if not 1 <= node.rank <= MAX_LAYOUT_RANK or node.dtype == "tuple" or max(ranks) > MAX_LAYOUT_RANK:
+        return (f"none of rank 1-{MAX_LAYOUT_RANK} with operands of rank <= {MAX_LAYOUT_RANK} (a layout block "
+                f"holds {MAX_LAYOUT_RANK} dims; {node.name or 'the first'}: ranks {ranks})")
+    if len(node.operands) < (2 if node.opcode in (op.CONVOLUTION, op.DOT) else 1) \
+            or (node.opcode == op.CONVOLUTION and node.conv is None):
+        return f"none with its operands and dimension numbers ({node.name or 'the first'})"
+    arrays = [node, *(graph.nodes[o] for o in node.operands)]
+    if any(a.empty for a in arrays):
+        return (f"none with elements to lay out (an array with a size-0 dim costs the same in any layout; "
+                f"{node.name or 'the first'}: shapes {[list(a.shape) for a in arrays]})")
+    return None
+
+
 def configurable_nodes(graph: HloGraph) -> np.ndarray:
-    """int64 [NC] sorted ids of the nodes whose layouts a configuration sets (see the module docstring)."""
+    """int64 [NC] sorted ids of the nodes whose layouts a configuration sets (see the module docstring): the
+    convolutions, dots and reshapes of rank 1-6 with operands of rank <= 6 and no array of zero elements among
+    them (an `f32[0,4]` costs nothing in any layout)."""
     ids = [i for i, n in enumerate(graph.nodes)
-           if n.opcode in op.CONFIGURABLE and 1 <= n.rank <= MAX_LAYOUT_RANK and n.dtype != "tuple"
-           and len(n.operands) >= (2 if n.opcode in (op.CONVOLUTION, op.DOT) else 1)
-           and all(graph.nodes[o].rank <= MAX_LAYOUT_RANK for o in n.operands)
-           and (n.opcode != op.CONVOLUTION or n.conv is not None)]
+           if n.opcode in op.CONFIGURABLE and _not_configurable(graph, n) is None]
     return np.array(ids, dtype=np.int64)
 
 
 def why_no_layout_node(graph: HloGraph) -> str:
-    """Why `configurable_nodes(graph)` is empty, for one-line errors: no convolution, dot or reshape at all, or the
-    first one and the rank that keeps it out (a layout block holds at most MAX_LAYOUT_RANK dims)."""
+    """Why `configurable_nodes(graph)` is empty, for one-line errors: no convolution, dot or reshape at all, or why
+    the first one is none (its rank: a layout block holds MAX_LAYOUT_RANK dims; zero elements)."""
     candidates = [n for n in graph.nodes if n.opcode in op.CONFIGURABLE]
     if not candidates:
         return "no configurable node (convolution, dot, reshape) to lay out"
-    first = candidates[0]
-    ranks = [first.rank, *(graph.nodes[o].rank for o in first.operands)]
-    return (f"no configurable node: its {len(candidates)} convolution, dot or reshape node(s) are none of rank "
-            f"1-{MAX_LAYOUT_RANK} with operands of rank <= {MAX_LAYOUT_RANK} (a layout block holds "
-            f"{MAX_LAYOUT_RANK} dims; {first.name or 'the first'}: ranks {ranks})")
+    return (f"no configurable node: its {len(candidates)} convolution, dot or reshape node(s) are "
+            f"{_not_configurable(graph, candidates[0])}")
 
 
 def layout_program(module: HloModule) -> LayoutProgram:
@@ -124,13 +139,29 @@ def fusions(module: HloModule) -> list[tuple[str, str]]:
 
 
 def tile_programs(module: HloModule) -> list[TileProgram]:
-    """One TileProgram per fusion (see `fusions`), in graph order."""
+    """One TileProgram per fusion (see `fusions`), in graph order; a fusion whose output has a size-0 dim has
+    nothing to tile and gives none (`why_no_tile_kernel`)."""
     programs = []
     for fusion, computation in fusions(module):
         graph = build_graph(module, root=computation)
-        programs.append(TileProgram(f"{module.name}.{fusion}", graph, tile_kernel(graph), node_feat_matrix(graph),
-                                    graph.opcodes(), graph.edge_index()))
+        kernel = tile_kernel(graph)
+        if 0 in kernel.out_shape:
+            continue
+        programs.append(TileProgram(f"{module.name}.{fusion}", fusion, graph, kernel,
+                                    node_feat_matrix(graph), graph.opcodes(), graph.edge_index()))
     return programs
+
+
+def why_no_tile_kernel(module: HloModule) -> str:
+    """Why `tile_programs(module)` is empty, for one-line messages: no fusion (unoptimised text, or an optimised one
+    where XLA fused nothing), or only fusions of zero elements."""
+    found = fusions(module)
+    if not found and module.scheduled:
+        return "no fused kernel (XLA fused nothing in this optimised module)"
+    if not found:
+        return "no fused kernel (tile needs optimised HLO such as .compile().as_text())"
+    return (f"no fused kernel to tile: its {len(found)} fusion(s) compute arrays with a size-0 dim "
+            f"({found[0][0]}), which cost the same in any tiling")
 
 
 def layout_configs(program: LayoutProgram, search: str, n_configs: int, params: SearchParams,

@@ -101,6 +101,11 @@ class HloNode:
     def rank(self) -> int:
         return len(self.shape)
 
+    @property
+    def empty(self) -> bool:
+        """An array of zero elements (a dim of size 0, `f32[0,4]`): no layout or tile changes what it costs."""
+        return self.dtype != "tuple" and 0 in self.shape
+
 
 @dataclass
 class HloGraph:

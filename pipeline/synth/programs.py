@@ -141,8 +141,8 @@ def sample_kernels(module: HloModule, count: int, rng: np.random.Generator) -> l
     kernels = []
     for fusion, computation in (found[int(i)] for i in drawn):
         graph = build_graph(module, root=computation)
-        kernels.append(TileProgram(f"{module.name}.{fusion}", graph, tile_kernel(graph), node_feat_matrix(graph),
-                                   graph.opcodes(), graph.edge_index()))
+        kernels.append(TileProgram(f"{module.name}.{fusion}", fusion, graph, tile_kernel(graph),
+                                   node_feat_matrix(graph), graph.opcodes(), graph.edge_index()))
     return largest_kernels(kernels, count)
 
 

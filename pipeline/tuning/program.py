@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.hlo.featurize import LayoutProgram, TileProgram, layout_program, parse_module, tile_programs
+from pipeline.hlo.featurize import (LayoutProgram, TileProgram, layout_program, parse_module, tile_programs,
+                                    why_no_tile_kernel)
 from pipeline.pruned import PrunedGraph
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection
@@ -32,6 +33,7 @@ class Program:
     layout: LayoutProgram
     node_feat: np.ndarray        # [nodes, 140] float32 the model reads (the layout program's, or with layouts)
     tiles: tuple[TileProgram, ...]
+    no_tiles: str | None = None  # why an optimised text gave no tile (`why_no_tile_kernel`, its source first)
 
 
 def read_text(path: Path) -> str:
@@ -45,7 +47,8 @@ def read_program(name: str, text: str, source: str, optimized: str | None = None
                  optimized_source: str = "") -> Program:
     """Parse the texts (HloParseError names the line); tiles come from the optimised text when given. A scheduled
     module (the compiler's output) given as the unoptimised text is searched as given, with a warning on stderr; so
-    are an optimised text of another module name and one with no fused kernel."""
+    is an optimised text of another module name. One with no fused kernel to tile gives `no_tiles`, which the
+    caller prints as a warning or puts in its refusal."""
     module = parse_module(text, source)
     if module.scheduled:
         print(f"warning: {source}: a scheduled (optimised) module where the unoptimised text is expected: its "
@@ -61,9 +64,7 @@ def read_program(name: str, text: str, source: str, optimized: str | None = None
                   file=sys.stderr)
         tiles = tuple(tile_programs(compiled))
         if not tiles:
-            print(f"warning: {optimized_source}: no fused kernels (fusion instructions), so no tiles to search; give "
-                  f"the optimised text (`.compile().as_text()` or an XLA dump's *after_optimizations.txt)",
-                  file=sys.stderr)
+            return Program(name, layout, layout.node_feat, tiles, f"{optimized_source}: {why_no_tile_kernel(compiled)}")
     return Program(name, layout, layout.node_feat, tiles)
 
 

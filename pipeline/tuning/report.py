@@ -73,6 +73,8 @@ def summary_lines(result: dict) -> list[str]:
     if result["guarded"]:
         head += "; no pick passed the guard (the valid split's error margin and region): the default is kept"
     lines = [head]
+    if result.get("layouts_not_searched"):
+        lines.append(f"  layouts not searched: {result['layouts_not_searched']}; tiles only")
     if result.get("beyond_max_gain"):
         lines.append(f"  note: {result['beyond_max_gain']} candidates were predicted faster than any valid configuration "
                      f"truly was (the guard's max_gain): the model extrapolates on this program; time a pick before "

@@ -97,16 +97,19 @@ def pick_tile(cfg: DictConfig, program: TileProgram, guide: Guide, search: TileS
 
 def tune_tiles(cfg: DictConfig, kernels: list[TileProgram], guide: Guide, search: TileSearch, max_configs: int,
                batch: int, work_dir: Path, rng: np.random.Generator) -> list[dict]:
-    """One object per distinct fused kernel: fusion, computation, tile, default_tile, predicted_ratio, kept."""
-    out, seen = [], set()
+    """One object per distinct fused kernel: fusion (the first fusion instruction of that kernel, named exactly as
+    in the optimised text), same_kernel (the later fusions of an identical kernel, which take the same tile),
+    computation (its fused computation), tile, input_feature_tile, default_tile, predicted_ratio, kept."""
+    groups: dict = {}
     for program in kernels:
-        if program.kernel in seen:
-            continue
-        seen.add(program.kernel)
+        groups.setdefault(program.kernel, []).append(program)
+    out = []
+    for program, *alike in groups.values():
         found = pick_tile(cfg, program, guide, search, max_configs, batch, work_dir, rng)
         pick, default = found.rows[found.pick], found.rows[0]
         rank = len(program.kernel.out_shape)
-        out.append({"fusion": program.name, "computation": kernel_output(program.graph).computation,
+        out.append({"fusion": program.fusion, "same_kernel": [p.fusion for p in alike],
+                    "computation": kernel_output(program.graph).computation,
                     "tile": [int(v) for v in pick[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
                     "input_feature_tile": int(pick[KERNEL_BOUNDS + 2]) if program.kernel.kind == "conv" else None,
                     "default_tile": [int(v) for v in default[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],

@@ -8,6 +8,7 @@ models found) before the search starts; errors are one line naming the file or k
 """
 from __future__ import annotations
 
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +26,10 @@ from pipeline.tuning.program import read_program, read_text, template_graph
 from pipeline.tuning.report import changes, frozen_beside, unmeasured
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.chain import guarded_pick
-from pipeline.tuning.space import LayoutSpace
+from pipeline.tuning.space import LayoutSpace, SpaceError
 from pipeline.tuning.tiles import tune_tiles
 from pipeline.tuning.verify import AutotuneSettings
+from pipeline.hlo.featurize import why_no_layout_node
 from pipeline.settings.sections import tile_search
 
 
@@ -77,8 +79,37 @@ def output_dir(cfg: DictConfig, out: Path | None) -> Path:
     return folder
 
 
+def search_layouts(cfg: DictConfig, program, space: LayoutSpace, guide, budget: int, key: str, work: Path) -> dict:
+    """The layout half of the JSON: the guarded pick of `space` scored with `guide`'s model (docs/autotune.md)."""
+    s = AutotuneSettings.from_cfg(cfg.autotune)
+    scorer = guide.scorer(template_graph(cfg, program, guide.collection, work))
+    found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), guide.rule,
+                         s.guard.chain, s.guard.step_budget)
+    pick, score, result = found.candidate, found.score, found.search
+    out = {"evaluations": result.evaluations, "seconds": result.seconds,
+           "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
+           "beyond_max_gain": result.beyond_max_gain, "predicted_runtime_ratio": float(np.exp(score)),
+           "guarded": not found.kept, "layouts": space.layouts(pick),
+           "changes": changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch,
+                              guide.rule.calibrated),
+           "unmeasured_blocks": unmeasured(space), "frozen_beside_unmeasured": frozen_beside(space)}
+    if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
+        out["chain_steps"] = [vars(step) for step in found.steps]
+    return out
+
+
+def no_layouts(why: str) -> dict:
+    """The layout half of the JSON for a program with fused kernels but no configurable node: nothing searched,
+    the compiler default (no layout set), and why."""
+    return {"evaluations": 0, "seconds": 0.0, "evaluations_per_s": 0.0, "beyond_max_gain": 0,
+            "predicted_runtime_ratio": 1.0, "guarded": False, "layouts": [], "changes": [], "unmeasured_blocks": [],
+            "frozen_beside_unmeasured": 0, "layouts_not_searched": why}
+
+
 def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
-    """Search the program's configurations; returns (the JSON object, the path it was written to)."""
+    """Search the program's configurations; returns (the JSON object, the path it was written to). A program with
+    no configurable node is refused (SpaceError) unless its optimised text gives fused kernels: then only tiles are
+    searched and the JSON says why its layouts were not (`layouts_not_searched`)."""
     s = AutotuneSettings.from_cfg(cfg.autotune)
     model, budget = request.model or s.model, int(request.budget or s.budget)
     collection = checked_collection(cfg, request.collection or str(cfg.autotune.collection), "layout",
@@ -88,34 +119,33 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     text, optimized = read_text(request.program), read_text(request.optimized) if request.optimized else None
     program = read_program(name, text, str(request.program), optimized, str(request.optimized))
     key = program_key(program)                                  # the graphs, not the file name nor the metadata
-    space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, str(request.program))
+    space, ids = None, program.layout.config_node_ids
+    if not len(ids) and not program.tiles:                         # nothing to search: one line, both reasons
+        tiles_why = "" if program.no_tiles is None else f"; {program.no_tiles}"
+        raise SpaceError(f"{request.program}: {why_no_layout_node(program.layout.graph)}{tiles_why}")
+    if len(ids):
+        space = LayoutSpace.of(program.layout.graph, ids, str(request.program))
+    if program.no_tiles is not None:
+        print(f"warning: {program.no_tiles}, so no tiles to search", file=sys.stderr)
     guide = load_guide(cfg, model, collection)
-    space = space.only_kinds(guide.rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)
     tile_guide = None
     if program.tiles:
         tile_collection = checked_collection(cfg, str(cfg.autotune.tile_collection), "tile",
                                              "autotune.tile_collection")
         tile_guide = load_guide(cfg, model, tile_collection)
     with tempfile.TemporaryDirectory(prefix="autotune-") as work:
-        scorer = guide.scorer(template_graph(cfg, program, collection, Path(work)))
-        found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), guide.rule,
-                             s.guard.chain, s.guard.step_budget)
-        pick, score, kept, result = found.candidate, found.score, found.kept, found.search
+        if space is None:
+            layouts = no_layouts(f"{request.program}: {why_no_layout_node(program.layout.graph)}")
+        else:
+            space = space.only_kinds(guide.rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)
+            layouts = search_layouts(cfg, program, space, guide, budget, key, Path(work))
         tiles = []
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
                                s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", key))
-        top = changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch, guide.rule.calibrated)
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
-           "budget": budget, "evaluations": result.evaluations, "seconds": result.seconds,
-           "evaluations_per_s": result.evaluations / max(result.seconds, 1e-9),
-           "beyond_max_gain": result.beyond_max_gain,
-           "predicted_runtime_ratio": float(np.exp(score)), "guarded": not kept, "guard": vars(guide.rule),
-           "layouts": space.layouts(pick), "tiles": tiles, "changes": top, "unmeasured_blocks": unmeasured(space),
-           "frozen_beside_unmeasured": frozen_beside(space)}
-    if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
-        out["chain_steps"] = [vars(step) for step in found.steps]
+           "budget": budget, **layouts, "guard": vars(guide.rule), "tiles": tiles}
     path = folder / f"{name}.json"
     folder.mkdir(parents=True, exist_ok=True)
     write_json(out, path)

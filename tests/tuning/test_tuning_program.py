@@ -50,9 +50,16 @@ def test_an_optimised_text_of_another_module_or_without_kernels_is_read_with_a_w
         "warning: big_opt.hlo.txt: module 'big', not 'tiny' as in tiny.hlo.txt: the tiles are searched for that "
         "module's kernels; give the optimised text of the same program"] and len(other.tiles) == 1
     twice = read_program("tiny", DOT_RESHAPE, "tiny.hlo.txt", DOT_RESHAPE, "tiny.hlo.txt")
-    assert capsys.readouterr().err.splitlines() == [
-        "warning: tiny.hlo.txt: no fused kernels (fusion instructions), so no tiles to search; give the optimised text "
-        "(`.compile().as_text()` or an XLA dump's *after_optimizations.txt)"] and twice.tiles == ()
+    assert twice.no_tiles == "tiny.hlo.txt: no fused kernel (tile needs optimised HLO such as .compile().as_text())"
+    assert twice.tiles == () and program.no_tiles is None          # the tool warns, or refuses with it (one line)
+
+
+def test_an_optimised_text_without_fusions_is_not_told_to_give_the_optimised_text(capsys):
+    """XLA fuses nothing in some compiled programs (one convolution, `x -> x`): the warning told the user who gave
+    `.compile().as_text()` to give the optimised text."""
+    fused_nothing = read_program("tiny", DOT_RESHAPE, "tiny.hlo.txt", SCHEDULED, "tiny_opt.hlo.txt")
+    assert fused_nothing.no_tiles == "tiny_opt.hlo.txt: no fused kernel (XLA fused nothing in this optimised module)"
+    assert capsys.readouterr().err == ""
 
 
 def test_the_search_key_is_the_programs_graphs_not_its_text(jax_hlo):

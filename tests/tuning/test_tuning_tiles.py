@@ -56,3 +56,54 @@ def test_a_tile_pick_is_timed_against_the_default_and_the_best_size_by_the_cost_
     guarded = tile_row("k", kernel, TilePick(rows, slowest, -0.2, False), search().cost)
     assert guarded["t_pick_ns"] == truth[0] and guarded["share"] == 0.0 and guarded["predicted_ratio"] == 1.0
     assert guarded["unguarded"]["verified_ratio"] == pytest.approx(truth[slowest] / truth[0])
+
+
+TWO_ALIKE = """HloModule jit_g.7, is_scheduled=true
+
+%fused_a (p.0: f32[64,32]) -> f32[64,32] {
+  %p.0 = f32[64,32]{1,0} parameter(0)
+  ROOT %t.1 = f32[64,32]{1,0} tanh(%p.0)
+}
+
+%fused_b (q.0: f32[64,32]) -> f32[64,32] {
+  %q.0 = f32[64,32]{1,0} parameter(0)
+  ROOT %t.2 = f32[64,32]{1,0} tanh(%q.0)
+}
+
+%fused_c (r.0: f32[64,32]) -> f32[32,64] {
+  %r.0 = f32[64,32]{1,0} parameter(0)
+  ROOT %t.3 = f32[32,64]{1,0} transpose(%r.0), dimensions={1,0}
+}
+
+ENTRY %main.9 (x: f32[64,32]) -> f32[32,64] {
+  %x = f32[64,32]{1,0} parameter(0)
+  %tanh_fusion = f32[64,32]{1,0} fusion(%x), kind=kLoop, calls=%fused_a
+  %tanh_fusion.1 = f32[64,32]{1,0} fusion(%tanh_fusion), kind=kLoop, calls=%fused_b
+  ROOT %transpose_fusion = f32[32,64]{1,0} fusion(%tanh_fusion.1), kind=kLoop, calls=%fused_c
+}
+"""
+
+
+def test_tiles_name_each_fusion_as_the_text_writes_it_and_every_fusion_of_a_kernel(monkeypatch):
+    """The JSON's `fusion` was `<module>.<instruction>` (`jit_g.7.tanh_fusion`: no instruction of the text has that
+    name, and a module name with dots cannot be cut off), and a second fusion of an identical kernel was dropped
+    without a word: each entry names its instruction and lists the fusions that take the same tile."""
+    from pipeline.hlo.featurize import parse_module, tile_programs
+    from pipeline.tuning import tiles
+    from pipeline.tuning.tiles import TilePick, tune_tiles
+
+    kernels = tile_programs(parse_module(TWO_ALIKE, "g_opt.hlo.txt"))
+    assert [k.kernel for k in kernels][0] == kernels[1].kernel != kernels[2].kernel
+    picked = []
+
+    def pick(cfg, program, *args):                               # the model's part: the default, not kept
+        picked.append(program.fusion)
+        rows = tile_candidates(program, search(), 8, np.random.default_rng(0))
+        return TilePick(rows, 0, 0.0, False)
+
+    monkeypatch.setattr(tiles, "pick_tile", pick)
+    out = tune_tiles(None, kernels, None, search(), 8, 4, None, np.random.default_rng(0))
+    assert picked == ["tanh_fusion", "transpose_fusion"]                    # one search per distinct kernel
+    assert [(t["fusion"], t["same_kernel"], t["computation"]) for t in out] == [
+        ("tanh_fusion", ["tanh_fusion.1"], "fused_a"), ("transpose_fusion", [], "fused_c")]
+    assert all(f"%{t['fusion']} = " in TWO_ALIKE for t in out)
