@@ -79,9 +79,9 @@ def output_dir(cfg: DictConfig, out: Path | None) -> Path:
     return folder
 
 
-def search_layouts(cfg: DictConfig, program, space: LayoutSpace, guide, budget: int, key: str, work: Path) -> dict:
+def search_layouts(cfg: DictConfig, s: AutotuneSettings, program, space: LayoutSpace, guide, budget: int, key: str,
+                   work: Path) -> dict:
     """The layout half of the JSON: the guarded pick of `space` scored with `guide`'s model (docs/autotune.md)."""
-    s = AutotuneSettings.from_cfg(cfg.autotune)
     scorer = guide.scorer(template_graph(cfg, program, guide.collection, work))
     found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), guide.rule,
                          s.guard.chain, s.guard.step_budget)
@@ -138,7 +138,7 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
             layouts = no_layouts(f"{request.program}: {why_no_layout_node(program.layout.graph)}")
         else:
             space = space.only_kinds(guide.rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)
-            layouts = search_layouts(cfg, program, space, guide, budget, key, Path(work))
+            layouts = search_layouts(cfg, s, program, space, guide, budget, key, Path(work))
         tiles = []
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
