@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.hlo import opcodes as op
-from pipeline.hlo.graph import HloGraph
+from pipeline.hlo.graph import HloGraph, HloNode
 from pipeline.hlo.layout_ids import default_layouts, permutations
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
 
@@ -51,13 +51,21 @@ def choose_config_nodes(graph: HloGraph, max_nodes: int, rng: np.random.Generato
     return ids
 
 
+def block_tensors(graph: HloGraph, node: HloNode) -> tuple[HloNode, HloNode, HloNode | None]:
+    """The tensors whose layouts a configurable node's output / input / kernel blocks set: the node itself, its first
+    operand, its second (None without one; the kernel block only applies to convolutions)."""
+    operands = [graph.nodes[o] for o in node.operands]
+    return node, operands[0], operands[1] if len(operands) > 1 else None
+
+
 def block_specs(graph: HloGraph, node_config_ids) -> list[BlockSpec]:
     specs = []
     for n in node_config_ids:
         node = graph.nodes[int(n)]
         operands = [graph.nodes[o] for o in node.operands]
         ids = default_layouts(node, operands)
-        ranks = (node.rank, operands[0].rank, operands[1].rank if ids[2] is not None else 0)
+        _, first, second = block_tensors(graph, node)
+        ranks = (node.rank, first.rank, second.rank if ids[2] is not None else 0)
         blocks = tuple((b, r, tuple(int(v) for v in permutations(r)[ids[b]]))
                        for b, r in enumerate(ranks) if r > 0 and ids[b] is not None)
         specs.append(BlockSpec(int(n), blocks))

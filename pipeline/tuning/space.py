@@ -19,7 +19,7 @@ from typing import Collection, Sequence
 import numpy as np
 
 from pipeline.hlo.layout_ids import decode_block, layout_id, permutations
-from pipeline.hlo.configs import block_specs
+from pipeline.hlo.configs import block_specs, block_tensors
 from pipeline.hlo.featurize import why_no_layout_node
 from pipeline.hlo.graph import HloGraph
 from pipeline.tpugraphs.schema import MAX_DIMS, NODE_CONFIG_FEAT_DIM
@@ -91,9 +91,8 @@ class LayoutSpace:
         for (k, b), rank in np.ndenumerate(self.ranks):
             if rank < 2:
                 continue
-            node = self.graph.nodes[int(self.node_config_ids[k])]
-            shape = node.shape if b == 0 else self.graph.nodes[node.operands[b - 1]].shape
-            out[k, b] = all(int(d) == 1 for d in shape)
+            tensor = block_tensors(self.graph, self.graph.nodes[int(self.node_config_ids[k])])[b]
+            out[k, b] = all(int(d) == 1 for d in tensor.shape)
         return out
 
     def canonical(self, candidates: np.ndarray) -> np.ndarray:
