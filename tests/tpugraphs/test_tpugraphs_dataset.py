@@ -123,6 +123,21 @@ def test_test_split_allows_zero_runtimes_and_missing_or_zero_normalizers(tmp_pat
     _raises(path, "config_runtime", lambda: load_graph(path, TILE, "train"))
 
 
+def test_test_files_without_their_hidden_runtimes_load_with_zeros(tmp_path):
+    tile, layout = make_tile_arrays(), make_layout_arrays()
+    for arrays in (tile, layout):
+        del arrays["config_runtime"]
+    del tile["config_runtime_normalizers"]
+    g = load_graph(write_npz(tmp_path / "t.npz", tile), TILE, "test")
+    assert g.config_runtime.tolist() == [0, 0, 0] and g.config_runtime.dtype == np.int64
+    assert load_graph(write_npz(tmp_path / "l.npz", layout), LAYOUT, "test").config_runtime.tolist() == [0] * 4
+    for path, collection in ((tmp_path / "t.npz", TILE), (tmp_path / "l.npz", LAYOUT)):
+        _raises(path, "config_runtime", lambda: load_graph(path, collection, "train"))   # labelled: required
+    layout["node_config_feat"] = np.zeros((4, 2, 17), np.float32)      # still shape-checked, counted from it
+    path = write_npz(tmp_path / "bad.npz", layout)
+    _raises(path, "node_config_feat", lambda: load_graph(path, LAYOUT, "test"))
+
+
 # ------------------------------------------------------------------------------------- corrupted files
 def _set(key, value):
     def mutate(a):
