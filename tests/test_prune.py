@@ -91,17 +91,6 @@ def test_layout_outputs(layout_run):
     assert sorted(p.name for p in folder.parent.iterdir()) == [LAYOUT]          # no temp folder left behind
 
 
-def test_graph_ids_as_long_as_a_file_name_allows_are_pruned(tmp_path):
-    longest = "g" * (255 - len(".npz"))                                 # the longest `<id>.npz` name the disk holds
-    for split in SPLITS:
-        write_npz(tmp_path / "npz/layout/xla/random" / split / f"{longest[:-len(split)]}{split}.npz",
-                  layout_arrays(split))
-    prune_collection(tmp_path, LAYOUT, tmp_path / "pruned", params(chunk_size=2))
-    g = load_pruned_graph(tmp_path / "pruned" / LAYOUT / "train" / f"{longest[:-len('train')]}train")
-    assert g.node_config_feat.shape == (4, 2, 18)
-    assert sorted(p.name for p in (tmp_path / "pruned" / LAYOUT / "train").iterdir()) == [g.graph_id]   # nothing staged
-
-
 def test_duplicate_runtime_spread_in_the_report_and_the_hinge_min_gap(layout_run):
     _, folder, report = layout_run
     # each train graph repeats config 0 (100 and 40 ns: 100 / 40 - 1 = 1.5) and config 1 (200, 260: 0.3);
