@@ -3,7 +3,8 @@
 `atomic_path(path)` yields a temporary sibling `<name>.tmp` (a leftover of an earlier, killed run is removed
 first); the caller writes the file (or fills the folder) there, and on a clean exit it replaces `path` (a folder
 `path` is removed first); on an exception the temporary is removed and `path` is left as it was. `write_text`, `write_json` and `write_csv` are the common cases;
-`read_json` reads back a JSON object with a one-line error naming the file.
+`read_json` reads back a JSON object with a one-line error naming the file, `read_csv` a CSV with its text
+columns verbatim.
 """
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from pipeline.errors import PipelineError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+EMPTY_CELL = ""        # how `write_csv` (pandas) writes a missing value, the one marker `read_csv` reads as NaN
 
 
 def remove(path: Path) -> None:
@@ -72,6 +75,17 @@ def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a CSV atomically, without the index."""
     with atomic_path(path) as tmp:
         table.to_csv(tmp, index=False)
+
+
+def read_csv(path: str | os.PathLike, text_columns: Sequence[str]) -> pd.DataFrame:
+    """A CSV the pipeline wrote (`write_csv`), its `text_columns` read verbatim as str: a graph id such as `NA`,
+    `None`, `null` or `nan` (a file stem) stays that text, which pandas' default missing-value markers would turn
+    into NaN. Only an empty cell of another column is missing (NaN), as `write_csv` writes one."""
+    import pandas as pd
+
+    header = pd.read_csv(path, nrows=0).columns
+    return pd.read_csv(path, dtype={c: str for c in text_columns if c in header}, keep_default_na=False,
+                       na_values={c: [EMPTY_CELL] for c in header if c not in text_columns})
 
 
 def read_json(path: str | os.PathLike) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -38,7 +39,7 @@ from pipeline.graphnet.member_pool import Recorder, member_threads, pool_size, r
 from pipeline.graphnet.members import member_dir, member_seed, rank_mean
 from pipeline.graphnet.progress import epoch_reporter
 from pipeline.graphnet.scoring import member_predictions
-from pipeline.graphnet.losses import hinge_min_gap
+from pipeline.graphnet.losses import hinge_min_gap, ordered_pair_count
 from pipeline.graphnet.model import build_model
 from pipeline.graphnet.schedule import STOP_BUDGET, STOP_PLATEAU
 from pipeline.graphnet.settings import GnnSettings
@@ -96,11 +97,24 @@ def write_curve(curve: list[dict], path: Path) -> None:
 
 
 def train_min_gap(cfg: DictConfig, collection: Collection, settings: GnnSettings, verbose: bool) -> float:
-    """The hinge's min_gap: from the duplicate-runtime spread prune measured, or gnn.min_gap (losses.hinge_min_gap)."""
+    """The hinge's min_gap: from the duplicate-runtime spread prune measured, or gnn.min_gap (losses.hinge_min_gap).
+
+    A spread so wide (a noisy cost model measuring each configuration twice, 3x apart) that the min_gap it gives
+    orders no pair of any train graph would leave the hinge nothing to learn from, every member a constant model:
+    then gnn.min_gap stands in, with a warning line."""
     path = collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE
     quantile = settings.min_gap_quantile
     report = json.loads(path.read_text()) if quantile is not None else {}
     min_gap, source = hinge_min_gap(settings.train.min_gap, quantile, report, str(path))
+    if min_gap != settings.train.min_gap:
+        runtimes = [graph.config_runtime for graph in pruned_graphs(cfg, collection, "train")]
+        if not any(ordered_pair_count(r, min_gap) for r in runtimes) and \
+                any(ordered_pair_count(r, settings.train.min_gap) for r in runtimes):
+            if verbose:
+                print(f"[{STAGE} {collection.slug}] warning: min_gap {min_gap:.5f} ({source}) orders no pair of train "
+                      f"configurations; using gnn.min_gap={settings.train.min_gap} instead (lower "
+                      f"gnn.min_gap_quantile to keep one from the data)", file=sys.stderr, flush=True)
+            return float(settings.train.min_gap)
     if verbose:
         print(f"[{STAGE} {collection.slug}] pairwise hinge min_gap {min_gap:.5f} ({source})", flush=True)
     return min_gap

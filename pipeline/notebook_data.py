@@ -21,6 +21,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from pipeline import files
 from pipeline.files import read_json
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
@@ -40,9 +41,12 @@ CEILING = "ceiling"          # pseudo-model: the score of ranking by the dataset
 Found = tuple[pd.DataFrame, list[Path]]
 
 
+TEXT_COLUMNS = ("graph_id", "split", "feature")   # read verbatim (`files.read_csv`): a graph id may be `NA` or `None`
+
+
 def read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     """A CSV that must have `columns` (graph_id read as text); ValueError naming the file and the missing columns."""
-    table = pd.read_csv(path, dtype={"graph_id": str, "split": str, "feature": str})
+    table = files.read_csv(path, TEXT_COLUMNS)
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise ValueError(f"{path}: columns {missing} missing; expected {list(columns)}, found {list(table.columns)}")

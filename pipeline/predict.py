@@ -22,6 +22,7 @@ refused in one line (PredictError); docs/predict.md lists what is accepted.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
 from pipeline.files import blocking_file, write_csv
 from pipeline.hlo.text import first_statement
-from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name
+from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, IGNORED_SHOWN, Collection, check_file_name
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
@@ -68,11 +69,19 @@ def path_collection(path: Path) -> Collection | None:
 
 
 def input_files(path: Path) -> list[Path]:
-    """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted)."""
+    """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted); the folder's other files
+    are named in one warning line on stderr (left out, never silently: a `graph.NPZ` is not ranked)."""
     path = Path(path)
     files = sorted(map(check_file_name, path.rglob(f"*{GRAPH_SUFFIX}"))) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
         raise PredictError(f"{path}: expected an .npz graph file or a folder holding some")
+    if path.is_dir():
+        ranked = set(files)
+        others = sorted(str(f.relative_to(path)) for f in path.rglob("*") if f.is_file() and f not in ranked)
+        if others:
+            shown = ", ".join(others[:IGNORED_SHOWN]) + (", ..." if len(others) > IGNORED_SHOWN else "")
+            print(f"warning: {path}: left out {len(others)} files that are not *{GRAPH_SUFFIX} graph files: {shown}",
+                  file=sys.stderr)
     return files
 
 

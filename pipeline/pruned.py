@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from pipeline.choices import PRUNE_WHOLE_GRAPH
-from pipeline.files import atomic_path, write_csv
+from pipeline.files import atomic_path, read_csv, write_csv
 
+TEXT_COLUMNS = ("split", "graph_id", "source_file")   # read verbatim: a graph id may be `NA` or `None`
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
                  "configs", "configs_dedup"]
 COUNT_COLUMNS = tuple(INDEX_COLUMNS[3:])   # nodes/edges before and after pruning, configs before and after dedup
@@ -113,7 +114,7 @@ def write_index(rows: list[dict], path: str | Path) -> pd.DataFrame:
 def read_index(pruned_dir: str | Path, collection_slug: str) -> pd.DataFrame:
     """The index table of one pruned collection."""
     path = collection_dir(pruned_dir, collection_slug) / INDEX_FILE
-    table = pd.read_csv(path, dtype={"graph_id": str, "split": str, "source_file": str})
+    table = read_csv(path, TEXT_COLUMNS)
     missing = set(INDEX_COLUMNS) - set(table.columns)
     if missing:
         raise ValueError(f"{path}: columns {sorted(missing)} missing; expected {INDEX_COLUMNS}")

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.files import atomic_path, write_csv, write_json
+from pipeline.files import atomic_path, read_csv, write_csv, write_json
 
 
 def test_a_file_replaces_the_target_and_no_temp_stays(tmp_path):
@@ -46,3 +47,13 @@ def test_a_file_that_cannot_replace_a_folder_leaves_no_temp(tmp_path):
     with pytest.raises(OSError):
         write_csv(pd.DataFrame({"a": [1]}), tmp_path / "out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any((tmp_path / "out").iterdir())
+
+
+def test_read_csv_keeps_text_columns_verbatim_and_reads_empty_cells_as_missing(tmp_path):
+    path = tmp_path / "t.csv"
+    write_csv(pd.DataFrame({"graph_id": ["NA", "None", "nan", "", "0001"], "score": [1.0, None, 2.0, 3.0, 4.0],
+                            "note": ["NA", "x", "y", "z", "w"]}), path)
+    table = read_csv(path, ["graph_id", "absent"])
+    assert table["graph_id"].tolist() == ["NA", "None", "nan", "", "0001"]
+    assert np.isnan(table["score"][1]) and table["score"].dtype == np.float64
+    assert table["note"].tolist() == ["NA", "x", "y", "z", "w"]     # an empty cell alone is missing, not "NA"

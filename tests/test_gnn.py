@@ -175,6 +175,21 @@ def test_gst_mode_is_refused_with_instance_norm(tmp_path, monkeypatch):
         gnn_stage.main(["--collection", collection.slug, *overrides(tmp_path), "gnn.mode=gst", "gnn.norm=instance"])
 
 
+def test_a_min_gap_from_the_data_that_orders_no_train_pair_falls_back_to_gnn_min_gap(tmp_path, capsys):
+    collection = Collection.parse("layout:xla:random")
+    write_collection(tmp_path, collection)
+    cfg = compose(overrides(tmp_path))
+    settings = gnn_settings(cfg, collection)
+    report = tmp_path / "pruned" / collection.slug / REPORT_FILE
+    write_json({"duplicate_spread": spread_summary([np.array([0.01, 0.02])])}, report)      # a usual spread: kept
+    assert gnn_stage.train_min_gap(cfg, collection, settings, verbose=True) == pytest.approx(0.015)
+    assert "warning" not in capsys.readouterr().err
+    write_json({"duplicate_spread": spread_summary([np.array([1e6])])}, report)       # repeats 10^6 times apart
+    assert gnn_stage.train_min_gap(cfg, collection, settings, verbose=True) == settings.train.min_gap
+    assert f"min_gap 1000000.00000 (quantile 0.5 of the runtime spread of 1 groups of identical train configs) " \
+           f"orders no pair of train configurations; using gnn.min_gap={settings.train.min_gap}" in capsys.readouterr().err
+
+
 def settings_for(cfg, slug: str) -> TrainSettings:
     return gnn_settings(cfg, Collection.parse(slug)).train
 

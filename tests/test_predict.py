@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import BIN, run, write_npz
 
-from pipeline.predict import PredictError, file_kind, path_collection, ranking_table, resolve_collection
+from pipeline.predict import PredictError, file_kind, input_files, path_collection, ranking_table, resolve_collection
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection
 
@@ -33,6 +33,18 @@ def test_ranking_table_orders_best_first(tmp_path):
     table = ranking_table(tmp_path / "g.npz", LAYOUT, "lgbm", "g", np.array([0.5, -1.0, 0.5, 2.0]))
     assert table["config_index"].tolist() == [1, 0, 2, 3] and table["rank"].tolist() == [1, 2, 3, 4]
     assert table["score"].tolist() == [-1.0, 0.5, 0.5, 2.0]
+
+
+def test_a_folder_names_the_files_it_leaves_out(tmp_path, capsys):
+    folder = tmp_path / "graphs"
+    for name in ("b.npz", "sub/a.npz", "C.NPZ", "notes.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"")
+    assert input_files(folder) == [folder / "b.npz", folder / "sub/a.npz"]
+    assert capsys.readouterr().err == (f"warning: {folder}: left out 2 files that are not *.npz graph files: "
+                                       "C.NPZ, notes.txt\n")
+    input_files(folder / "b.npz")                                        # a file: nothing else to name
+    assert capsys.readouterr().err == ""
 
 
 def test_kind_and_collection_come_from_the_file(tiny_npz, tmp_path):

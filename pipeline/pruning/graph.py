@@ -13,6 +13,7 @@ collection folder, so no reader ever sees the provisional file.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -34,6 +35,15 @@ from pipeline.tpugraphs.npy import NpyStreamWriter
 from pipeline.tpugraphs.schema import LABELLED_SPLITS
 
 NODE_CONFIG_FEAT_FILE = "node_config_feat.npy"
+STAGING_DIGEST_BYTES = 8    # the staged node_config_feat is named by a digest of the graph id, not by the id itself
+
+
+def staging_path(folder: Path) -> Path:
+    """Where a graph's node_config_feat is streamed before `folder` exists: a sibling of `folder` named by a digest
+    of its name, so that its length is fixed (a graph id of up to 251 characters, the most a `<id>.npz` file
+    name holds, stays a valid file name) and distinct per graph (workers prune the graphs of one split at once)."""
+    digest = hashlib.blake2b(folder.name.encode(), digest_size=STAGING_DIGEST_BYTES).hexdigest()
+    return folder.with_name(f".{digest}.{NODE_CONFIG_FEAT_FILE}")
 
 
 @dataclass
@@ -86,7 +96,7 @@ def prune_graph(graph: Graph, params: PruneParams,
                         params.hops if layout else None)
     node_feat_raw = repad_node_feat(graph.node_feat[sub.node_ids], params.pad_value)   # [kept nodes, 140]
     runtime = target_runtime(graph)
-    staged = folder.with_name(f"{folder.name}.{NODE_CONFIG_FEAT_FILE}")
+    staged = staging_path(folder)
     config_feat = None
     try:
         if layout:

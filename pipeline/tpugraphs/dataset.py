@@ -151,8 +151,8 @@ class Graph:
     node_feat: np.ndarray                            # [nodes, 140] float32
     node_opcode: np.ndarray                          # [nodes] int64, 0..120
     edge_index: np.ndarray                           # [edges, 2] int64, row = (consumer, producer)
-    config_runtime: np.ndarray                       # [configs] int64 ns; zeros on test
-    config_runtime_normalizers: np.ndarray | None = None   # [configs] int64 (tile); may be absent/zero on test
+    config_runtime: np.ndarray                       # [configs] int64 ns (float64 if stored real); zeros on test
+    config_runtime_normalizers: np.ndarray | None = None   # [configs] as config_runtime (tile); absent/zero on test
     config_feat: np.ndarray | None = None            # [configs, 24] float32 (tile)
     node_config_ids: np.ndarray | None = None        # [config nodes] int64 (layout)
     node_splits: np.ndarray | None = None            # [segments] int64, first node of each HLO computation

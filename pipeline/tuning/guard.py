@@ -200,8 +200,10 @@ def distance_margins(per_graph: Sequence[tuple[np.ndarray, np.ndarray]], quantil
 
 
 def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
-    """Does distance predict error? Spearman correlation of |error| with distance, and the error quantile q of
-    the nearer and the farther half of the pairs (None for tile or too few pairs)."""
+    """Does distance predict error? Spearman correlation of |error| with distance (None when every |error| is the
+    same, e.g. a valid graph whose runtimes all tie and a model that scores its configurations alike: no correlation
+    is defined, and a NaN would make the guard file invalid JSON), and the error quantile q of the nearer and the
+    farther half of the pairs (None for tile or too few pairs)."""
     keep = distances >= 0
     errors, distances = np.asarray(errors)[keep], np.asarray(distances)[keep]
     if len(errors) < 4 or len(np.unique(distances)) < 2:
@@ -209,7 +211,8 @@ def distance_evidence(errors: np.ndarray, distances: np.ndarray) -> dict | None:
     median = float(np.median(distances))
     near, far = errors[distances <= median], errors[distances > median]
     ranks = np.column_stack([average_ranks(np.abs(errors)), average_ranks(distances)])        # [pairs, 2]
-    spearman = float(np.corrcoef(ranks, rowvar=False)[1, 0])        # as scipy.stats.spearmanr computes it, bit for bit
+    tied = len(np.unique(np.abs(errors))) < 2                       # a constant column: no correlation
+    spearman = None if tied else float(np.corrcoef(ranks, rowvar=False)[1, 0])   # as scipy.stats.spearmanr, bit for bit
     return {"spearman_abs_error_distance": spearman,
             "median_distance": median, "max_distance": int(distances.max()),
             "error_q95_near": float(np.quantile(near, 0.95)) if len(near) else None,

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from pipeline.graphnet.losses import hinge_min_gap, listmle, ordered_pairs, pairwise_hinge, ranking_loss
+from pipeline.graphnet.losses import (hinge_min_gap, listmle, ordered_pair_count, ordered_pairs, pairwise_hinge,
+                                     ranking_loss)
 
 RUNTIMES = torch.tensor([1.0, 2.0, 3.0])
 
@@ -66,3 +67,9 @@ def test_min_gap_from_the_duplicate_spread_and_its_fallbacks():
         hinge_min_gap(0.005, 0.9, {"duplicate_spread": {"groups": 1, "percentiles": [0.1]}}, "r")
     # the derived gap drops the pairs closer than it: runtimes 1.0, 1.05, 2.0 with min_gap 0.09 keep 2 of 3 pairs
     assert ordered_pairs(torch.tensor([1.0, 1.05, 2.0]), 0.09).sum().item() == 2
+
+
+@pytest.mark.parametrize("min_gap", [0.0, 0.1, 0.5, 2.0])
+def test_ordered_pair_count_is_the_sum_of_ordered_pairs(min_gap):
+    runtimes = torch.tensor([100.0, 100.0, 105.0, 150.0, 300.0, 320.0, 1000.0], dtype=torch.float64)
+    assert ordered_pair_count(runtimes.numpy(), min_gap) == int(ordered_pairs(runtimes, min_gap).sum())

@@ -123,6 +123,38 @@ def test_test_split_allows_zero_runtimes_and_missing_or_zero_normalizers(tmp_pat
     _raises(path, "config_runtime", lambda: load_graph(path, TILE, "train"))
 
 
+def test_test_files_without_their_hidden_runtimes_load_with_zeros(tmp_path):
+    tile, layout = make_tile_arrays(), make_layout_arrays()
+    for arrays in (tile, layout):
+        del arrays["config_runtime"]
+    del tile["config_runtime_normalizers"]
+    g = load_graph(write_npz(tmp_path / "t.npz", tile), TILE, "test")
+    assert g.config_runtime.tolist() == [0, 0, 0] and g.config_runtime.dtype == np.int64
+    assert load_graph(write_npz(tmp_path / "l.npz", layout), LAYOUT, "test").config_runtime.tolist() == [0] * 4
+    for path, collection in ((tmp_path / "t.npz", TILE), (tmp_path / "l.npz", LAYOUT)):
+        _raises(path, "config_runtime", lambda: load_graph(path, collection, "train"))   # labelled: required
+    layout["node_config_feat"] = np.zeros((4, 2, 17), np.float32)      # still shape-checked, counted from it
+    path = write_npz(tmp_path / "bad.npz", layout)
+    _raises(path, "node_config_feat", lambda: load_graph(path, LAYOUT, "test"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_real_runtimes_load_as_float64(tmp_path, dtype):
+    tile, layout = make_tile_arrays(), make_layout_arrays()
+    tile["config_runtime"] = np.array([1200.5, 900.25, 1500.0], dtype)        # another cost model's ns
+    tile["config_runtime_normalizers"] = np.array([1000.0, 1010.5, 990.0], dtype)
+    layout["config_runtime"] = np.array([300.5, 100.0, 0.75, 400.0], dtype)
+    g = load_graph(write_npz(tmp_path / "t.npz", tile), TILE, "train")
+    assert g.config_runtime.dtype == g.config_runtime_normalizers.dtype == np.float64
+    assert g.config_runtime.tolist() == tile["config_runtime"].astype(np.float64).tolist()
+    assert load_graph(write_npz(tmp_path / "l.npz", layout), LAYOUT, "valid").config_runtime.tolist() == \
+        layout["config_runtime"].astype(np.float64).tolist()
+    layout["config_runtime"][:] = 0                                            # hidden: zeros allowed on test only
+    path = write_npz(tmp_path / "z.npz", layout)
+    assert load_graph(path, LAYOUT, "test").config_runtime.tolist() == [0.0] * 4
+    _raises(path, "config_runtime", lambda: load_graph(path, LAYOUT, "train"))
+
+
 # ------------------------------------------------------------------------------------- corrupted files
 def _set(key, value):
     def mutate(a):
@@ -155,7 +187,9 @@ LAYOUT_CORRUPTIONS = {
                              _set("node_config_feat", np.zeros((4, 3, 18), np.float32))),
     "negative runtime": ("config_runtime", _set("config_runtime", np.array([300, -1, 200, 400], np.int64))),
     "NaN runtime": ("config_runtime", _set("config_runtime", np.array([300, np.nan, 200, 400]))),
-    "float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 1.0, 200.0, 400.0]))),
+    "zero float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, 0.0, 200.0, 400.0]))),
+    "inf float runtime": ("config_runtime", _set("config_runtime", np.array([300.0, np.inf, 200.0, 400.0]))),
+    "string runtime": ("config_runtime", _set("config_runtime", np.array(["300", "1", "2", "4"]))),
     "pickled object array": ("node_opcode", _set("node_opcode", np.array([63, 26, 41, 34, "x"], dtype=object))),
     "fortran order node_config_feat": ("node_config_feat", _set("node_config_feat",
                                                                 lambda a: np.asfortranarray(a["node_config_feat"]))),

@@ -168,6 +168,13 @@ def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
         read_guard(tmp_path, "layout-xla-random", "lgbm", "programs_ci:def")
 
 
+def test_distance_evidence_of_tied_errors_has_no_spearman_and_no_nan(recwarn):
+    evidence = distance_evidence(np.zeros(10), np.arange(10) % 3)     # every |error| the same: runtimes all tied
+    assert evidence["spearman_abs_error_distance"] is None
+    json.dumps(evidence, allow_nan=False)                               # the guard file stays valid JSON
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 def test_distance_evidence_by_hand_and_its_spearman_as_scipy():
     from scipy.stats import spearmanr
 
