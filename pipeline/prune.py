@@ -81,7 +81,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
             skipped.append({"split": result.split, "graph_id": result.graph_id, "source_file": result.source_file,
                             "error": str(result.error)})
         done = [r for r in results if r.error is None]
-        check_content_leaks(((r.split, root / r.source_file, r.digest, r.copy) for r in done), collection.name)
+        check_content_leaks(((r.split, root / r.source_file, r.digest, r.copy) for r in done))
         train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
         normalizer = fit_normalizer(train_stats, params.log_mask, params.pad_value, params.drop_constant,
                                     where=f"{root / collection.subdir / 'train'}", min_std=params.min_std)

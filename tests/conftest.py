@@ -77,7 +77,7 @@ SPLIT_MARK_COLUMN = 139        # a node_feat column the tiny graphs leave consta
 
 def in_split(arrays: dict[str, np.ndarray], split: str) -> dict[str, np.ndarray]:
     """`arrays` as a graph of `split`: a valid or test graph gets a mark in SPLIT_MARK_COLUMN, so that it differs
-    in content from the train graph built from the same arrays (prune refuses a valid copy of a train graph)."""
+    in content from the train graph built from the same arrays (prune warns of a valid copy of a train graph)."""
     if split != "train":
         arrays["node_feat"] = arrays["node_feat"].copy()
         arrays["node_feat"][:, SPLIT_MARK_COLUMN] += 1 + (split == "test")
