@@ -199,7 +199,7 @@ SCHEMA = Group({
                          "combos": COUNT, "time_limit_s": POSITIVE}),
         "guard": Group({"error_quantile": FRACTION, "by_distance": Bool(), "min_pairs": COUNT, "siblings": Bool(),
                         "chain": Bool(), "step_budget": COUNT, "shrink": Bool(), "measured_blocks": Bool(),
-                        "beside_unmeasured": Int(low=0)}),
+                        "beside_unmeasured": Int(low=0), "small_program_scale": Float(low=1.0)}),
         "calibration": Group({"configs": COUNT}),
         "oracle": Group({"budget": COUNT, "random_samples": COUNT, "batch": COUNT}),
         "tile": Group({"max_configs": Int(low=2)}),

@@ -171,6 +171,10 @@ def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
     assert all(space.kinds[k][b] in measured for k, b in np.argwhere(picked != 0))
     frozen = space.only_kinds(table["measured_blocks"]).frozen_kinds()
     assert sum(u["blocks"] for u in result["unmeasured_blocks"]) == sum(frozen.values())
+    small = result["pruned_nodes"] < table["min_nodes"]                     # the margins' scale for its size
+    assert result["pruned_nodes"] > 0 and result["guard"]["min_nodes"] == table["min_nodes"]
+    assert (result["margin_scale"] > 1.0) == small and result["margin_scale"] >= 1.0
+    assert ("fewer than any valid graph the guard measured" in done.stdout) == small
     for tile in result["tiles"]:
         assert f"%{tile['fusion']} = " in jax_hlo["compiled"] and len(tile["tile"]) == len(tile["default_tile"])
 

@@ -59,12 +59,14 @@ class GuardSettings:
     shrink: bool                 # by distance: scale a bin's predictions by its moves' slope (`distance_shrinkage`)
     measured_blocks: bool        # search only blocks of kinds the valid configurations changed (`changed_kinds`)
     beside_unmeasured: int       # with it: also freeze the nodes this many edges from an unmeasured block (0: none)
+    small_program_scale: float   # margins times this for a program that prunes to fewer nodes than any valid graph
 
     @classmethod
     def from_cfg(cls, cfg: Mapping) -> "GuardSettings":
         return cls(float(cfg["error_quantile"]), bool(cfg["by_distance"]), int(cfg["min_pairs"]),
                    bool(cfg["siblings"]), bool(cfg["chain"]), int(cfg["step_budget"]),
-                   bool(cfg["shrink"]), bool(cfg["measured_blocks"]), int(cfg["beside_unmeasured"]))
+                   bool(cfg["shrink"]), bool(cfg["measured_blocks"]), int(cfg["beside_unmeasured"]),
+                   float(cfg["small_program_scale"]))
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class ValidSample:
     log_runtime: np.ndarray      # [C] float64
     raw: dict                    # member name -> float64 [C]
     kinds: frozenset = frozenset()   # layout: `changed_kinds` of the graph's sampled rows
+    nodes: int = 0               # the pruned graph's nodes
 
     @cached_property
     def apart(self) -> np.ndarray:
@@ -93,7 +96,7 @@ def sample_valid(graphs: Sequence[PrunedGraph], members: Sequence, max_configs: 
                                        for lo in range(0, len(rows), batch)]).astype(np.float64) for m in members}
         kinds = changed_kinds(graph.node_opcode[graph.node_config_ids], feat) if feat.ndim == 3 else frozenset()
         samples.append(ValidSample(feat, np.log(np.asarray(graph.config_runtime, dtype=np.float64)[rows]), raw,
-                                   kinds))
+                                   kinds, len(graph.node_opcode)))
     return samples
 
 
@@ -287,13 +290,17 @@ def model_guard(samples: Sequence[ValidSample], weights: Mapping[str, float], sl
             "distance": distance_evidence(errors, distances)}
 
 
+REGION_KEYS = ("max_gain", "max_changed", "measured_blocks", "min_nodes")   # what `trust_region` measures
+
+
 def trust_region(samples: Sequence[ValidSample], measured_blocks: bool = False) -> dict:
     """Where the valid split measured the margin, model-independent: `max_changed`, the most blocks a layout
     configuration changed from its graph's reference (None for tile), and `max_gain`, the largest true log
     runtime gain seen: layout over the reference, tile over the compiler default (tile runtimes are normalised by
     the default's; docs/tpugraphs-format.md). A pick beyond either was never checked against the truth. With
     `measured_blocks` (layout) also "measured_blocks": the sorted kinds [opcode id, block, rank] any sample changed
-    (`changed_kinds`); a search changes no other block."""
+    (`changed_kinds`); a search changes no other block. "min_nodes" (layout; None for tile): the fewest nodes of a
+    pruned graph the margins were measured on (`Guard.for_program`)."""
     changed, gains = [0], [0.0]
     for sample in samples:
         y = sample.log_runtime
@@ -304,7 +311,8 @@ def trust_region(samples: Sequence[ValidSample], measured_blocks: bool = False) 
         else:
             gains.append(float(-y.min()))
     layout = any(np.asarray(s.feat).ndim == 3 for s in samples)
-    region = {"max_changed": max(changed) if layout else None, "max_gain": max(gains)}
+    region = {"max_changed": max(changed) if layout else None, "max_gain": max(gains),
+              "min_nodes": min(s.nodes for s in samples if np.asarray(s.feat).ndim == 3) if layout else None}
     if layout and measured_blocks:
         region["measured_blocks"] = sorted(list(kind) for kind in frozenset().union(*(s.kinds for s in samples)))
     return region
@@ -316,8 +324,9 @@ def guard_file(models_dir: str | Path, slug: str) -> Path:
 
 
 def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) -> dict:
-    """The guard file's entry of `model` plus its member calibrations ({"margin", "weights", "calibrations"});
-    a one-line PredictError naming stage autotune when the file is missing, stale or lacks the model."""
+    """The guard file's entry of `model` plus its member calibrations and region ({"margin", "weights",
+    "calibrations", *REGION_KEYS}); a one-line PredictError naming stage autotune when the file is missing, stale or
+    lacks the model."""
     path = guard_file(models_dir, slug)
     if not path.is_file():
         raise PredictError(f"{path}: missing; run stage {STAGE} first (dvc repro): it measures the guard's margin")
@@ -328,5 +337,4 @@ def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) 
     entry = table.get("models", {}).get(model)
     if not isinstance(entry, dict) or "margin" not in entry:
         raise PredictError(f"{path}: no guard for model {model!r}; run stage {STAGE} (dvc repro)")
-    return {**entry, "calibrations": table.get("calibrations", {}), "max_gain": table.get("max_gain"),
-            "max_changed": table.get("max_changed"), "measured_blocks": table.get("measured_blocks")}
+    return {**entry, "calibrations": table.get("calibrations", {}), **{key: table.get(key) for key in REGION_KEYS}}

@@ -79,6 +79,10 @@ def summary_lines(result: dict) -> list[str]:
         lines.append(f"  note: {result['beyond_max_gain']} candidates were predicted faster than any valid configuration "
                      f"truly was (the guard's max_gain): the model extrapolates on this program; time a pick before "
                      f"relying on it")
+    if result.get("margin_scale", 1.0) != 1.0:
+        lines.append(f"  note: the program prunes to {result['pruned_nodes']} nodes, fewer than any valid graph the guard "
+                     f"measured ({result['guard']['min_nodes']}): its margins are {result['margin_scale']:g} times "
+                     f"theirs (autotune.guard.small_program_scale)")
     frozen = result.get("unmeasured_blocks") or []
     if frozen:
         kinds = ", ".join(f"{u['opcode']} {u['block']} rank {u['rank']} x{u['blocks']}" for u in frozen)

@@ -29,8 +29,8 @@ from pipeline.lgbm_model.infer import predict_graph as lgbm_predict_graph
 from pipeline.config import data_fingerprint
 from pipeline.trained import PredictError, ensemble_weights
 from pipeline.tuning.evidence import sibling_valid_graphs
-from pipeline.tuning.guard import (GuardSettings, ValidSample, guard_file, model_guard, read_guard, sample_valid,
-                                   trust_region)
+from pipeline.tuning.guard import (REGION_KEYS, GuardSettings, ValidSample, guard_file, model_guard, read_guard,
+                                   sample_valid, trust_region)
 from pipeline.tuning.search import Guard
 from pipeline.tuning.program import with_configs
 
@@ -248,7 +248,8 @@ def guide_of(table: Mapping, model: str, collection: Collection, members: Mappin
     rule = Guard(float(entry["margin"]), table.get("max_gain"), table.get("max_changed"),
                  (tuple(steps["upto"]), tuple(steps["margin"])) if steps else None,
                  tuple(steps["shrink"]) if steps and "shrink" in steps else None,
-                 None if table.get("measured_blocks") is None else tuple(map(tuple, table["measured_blocks"])))
+                 None if table.get("measured_blocks") is None else tuple(map(tuple, table["measured_blocks"])),
+                 table.get("min_nodes"))
     return Guide(model, collection, [members[n] for n in names], [entry["weights"][n] for n in names],
                  [Calibration(**table["calibrations"][n]) for n in names], rule)
 
@@ -263,6 +264,5 @@ def load_guide(cfg: DictConfig, model: str, collection: Collection) -> Guide:
     if entry["weights"] != weights:
         raise PredictError(f"{path}: measured with weights {entry['weights']}, but the models now use {weights}; "
                            f"run stage autotune (dvc repro)")
-    table = {"models": {model: entry}, "calibrations": entry["calibrations"], "max_gain": entry["max_gain"],
-             "max_changed": entry["max_changed"], "measured_blocks": entry["measured_blocks"]}
+    table = {"models": {model: entry}, "calibrations": entry["calibrations"], **{k: entry[k] for k in REGION_KEYS}}
     return guide_of(table, model, collection, members, bool(cfg.autotune.guard.by_distance))

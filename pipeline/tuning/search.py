@@ -17,6 +17,7 @@ by its whole length) and tracks the best candidate. Algorithms:
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -283,7 +284,9 @@ class Guard:
     d: never measured, never kept). With `shrink` (s_1, s_2, ...) beside `by_distance`, a prediction of bin j is
     first scaled by s_j (`calibrated`), the valid moves' slope of true on predicted gains at that distance.
     `measured_blocks` ((opcode id, block, rank), ...): the kinds of block the valid configurations changed; the
-    tool and stage search the space `LayoutSpace.only_kinds` of them (None: every block)."""
+    tool and stage search the space `LayoutSpace.only_kinds` of them (None: every block). `min_nodes`: the fewest
+    nodes of a pruned valid graph the margins were measured on (None: unknown); `scale` multiplies every margin
+    (`for_program`)."""
 
     margin: float
     max_gain: float | None = None
@@ -291,15 +294,25 @@ class Guard:
     by_distance: tuple | None = None
     shrink: tuple | None = None
     measured_blocks: tuple | None = None
+    min_nodes: int | None = None
+    scale: float = 1.0
+
+    def for_program(self, nodes: int, small_scale: float) -> "Guard":
+        """The rule for a program whose pruned graph has `nodes` nodes: margins times `small_scale` when that is
+        fewer than `min_nodes`. A layout GNN averages per-node scores, so one change predicts larger the fewer nodes
+        a graph has, and margins measured on larger valid graphs understate its error (docs/autotune-log.md,
+        "The tool's picks on 110 small JAX programs, timed")."""
+        small = self.min_nodes is not None and nodes < self.min_nodes
+        return dataclasses.replace(self, scale=float(small_scale) if small else 1.0)
 
     def _bin(self, changed: int) -> int:
         return int(np.searchsorted(self.by_distance[0], changed, side="left"))
 
     def margin_at(self, changed: int) -> float:
         if self.by_distance is None:
-            return self.margin
+            return self.scale * self.margin
         j = self._bin(changed)
-        return float(self.by_distance[1][j]) if j < len(self.by_distance[0]) else np.inf
+        return self.scale * float(self.by_distance[1][j]) if j < len(self.by_distance[0]) else np.inf
 
     def calibrated(self, score: float, changed: int) -> float:
         """The prediction of a candidate changing `changed` blocks, scaled by its bin's `shrink` (if any)."""

@@ -82,8 +82,10 @@ def output_dir(cfg: DictConfig, out: Path | None) -> Path:
 def search_layouts(cfg: DictConfig, s: AutotuneSettings, program, space: LayoutSpace, guide, budget: int, key: str,
                    work: Path) -> dict:
     """The layout half of the JSON: the guarded pick of `space` scored with `guide`'s model (docs/autotune.md)."""
-    scorer = guide.scorer(template_graph(cfg, program, guide.collection, work))
-    found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), guide.rule,
+    template = template_graph(cfg, program, guide.collection, work)
+    scorer, nodes = guide.scorer(template), len(template.node_opcode)
+    rule = guide.rule.for_program(nodes, s.guard.small_program_scale)
+    found = guarded_pick(space, scorer, s.search, budget, graph_rng(s.seed, "autotune", key), rule,
                          s.guard.chain, s.guard.step_budget)
     pick, score, result = found.candidate, found.score, found.search
     out = {"evaluations": result.evaluations, "seconds": result.seconds,
@@ -91,8 +93,9 @@ def search_layouts(cfg: DictConfig, s: AutotuneSettings, program, space: LayoutS
            "beyond_max_gain": result.beyond_max_gain, "predicted_runtime_ratio": float(np.exp(score)),
            "guarded": not found.kept, "layouts": space.layouts(pick),
            "changes": changes(space, pick, scorer, score, int(cfg.autotune.top_changes), s.search.batch,
-                              guide.rule.calibrated),
-           "unmeasured_blocks": unmeasured(space), "frozen_beside_unmeasured": frozen_beside(space)}
+                              rule.calibrated),
+           "unmeasured_blocks": unmeasured(space), "frozen_beside_unmeasured": frozen_beside(space),
+           "pruned_nodes": nodes, "margin_scale": rule.scale}
     if s.guard.chain:                                   # the kept guarded steps (pipeline.tuning.chain)
         out["chain_steps"] = [vars(step) for step in found.steps]
     return out
@@ -103,7 +106,7 @@ def no_layouts(why: str) -> dict:
     the compiler default (no layout set), and why."""
     return {"evaluations": 0, "seconds": 0.0, "evaluations_per_s": 0.0, "beyond_max_gain": 0,
             "predicted_runtime_ratio": 1.0, "guarded": False, "layouts": [], "changes": [], "unmeasured_blocks": [],
-            "frozen_beside_unmeasured": 0, "layouts_not_searched": why}
+            "frozen_beside_unmeasured": 0, "pruned_nodes": 0, "margin_scale": 1.0, "layouts_not_searched": why}
 
 
 def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:

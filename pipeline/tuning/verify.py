@@ -135,7 +135,8 @@ def verify_program(program: Program, space: LayoutSpace, truth: CostModelScorer,
                    collection: Collection, guide: Guide, template, s: AutotuneSettings,
                    featurize_search: SearchParams) -> tuple[dict, dict]:
     """(one row of metrics/autotune.json, its search seconds) (see the module docstring)."""
-    scorer, rule = guide.scorer(template), guide.rule
+    scorer = guide.scorer(template)
+    rule = guide.rule.for_program(len(template.node_opcode), s.guard.small_program_scale)
     space = space.only_kinds(rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)   # (LayoutSpace)
     rng = graph_rng(s.seed, "autotune", collection.slug, program.name)
     found = guarded_pick(space, scorer, s.search, s.stage_budget, rng, rule, s.guard.chain, s.guard.step_budget)

@@ -43,9 +43,12 @@ def test_model_guard_and_region_of_a_hand_made_valid_split():
     assert entry["margin"] == pytest.approx(0.3) and entry["pairs"] == 2 and entry["weights"] == {"fake": 1.0}
     # moves (see below): distance 1: errors [-0.2, 0.2]; distance 2: [-0.3, -0.1, 0.3, 0.1]; quantile 1.0
     assert entry["margin_by_distance"] == {"upto": [1, 2], "margin": [pytest.approx(0.2), pytest.approx(0.3)]}
-    assert trust_region(samples) == {"max_changed": 2, "max_gain": pytest.approx(0.2)}
-    tile = [ValidSample(np.zeros((2, 24), np.float32), np.array([-0.1, 0.5]), {"fake": np.zeros(2)})]
-    assert trust_region(tile) == {"max_changed": None, "max_gain": pytest.approx(0.1)}   # over the default
+    smaller = ValidSample(layout_rows(), np.array([0.0, 0.1, -0.2]), {}, nodes=7)
+    larger = ValidSample(layout_rows(), np.array([0.0, 0.1, -0.2]), {}, nodes=30)
+    assert trust_region([larger, smaller]) == {"max_changed": 2, "max_gain": pytest.approx(0.2), "min_nodes": 7}
+    tile = [ValidSample(np.zeros((2, 24), np.float32), np.array([-0.1, 0.5]), {"fake": np.zeros(2)}, nodes=3)]
+    assert trust_region(tile) == {"max_changed": None, "max_gain": pytest.approx(0.1),   # over the default
+                                  "min_nodes": None}
 
 
 def test_the_kinds_of_blocks_a_valid_sample_changed():

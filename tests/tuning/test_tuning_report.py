@@ -46,6 +46,12 @@ def test_unmeasured_lists_the_frozen_blocks_by_kind():
                            "evaluations": 9, "seconds": 0.0, "guarded": False, "beyond_max_gain": 7, "changes": [],
                            "tiles": []})
     assert noted[1].startswith("  note: 7 candidates were predicted faster than any valid configuration truly was")
+    assert not [line for line in noted if "prunes to" in line]
+    small = summary_lines({"predicted_runtime_ratio": 1.0, "program": "p", "model": "gnn", "collection": "c",
+                           "evaluations": 9, "seconds": 0.0, "guarded": True, "changes": [], "tiles": [],
+                           "pruned_nodes": 4, "margin_scale": 4.0, "guard": {"min_nodes": 86}})
+    assert small[1] == ("  note: the program prunes to 4 nodes, fewer than any valid graph the guard measured (86): "
+                        "its margins are 4 times theirs (autotune.guard.small_program_scale)")
 
 
 def test_log_gains_sum_the_log_gains_so_a_tiny_oracle_gain_does_not_dominate():

@@ -136,6 +136,24 @@ def test_a_search_by_distance_finds_the_gain_the_guard_can_vouch_for(problem, al
     assert kept and score == pytest.approx(-0.01) and (cand[changed] == target[changed]).all()
 
 
+def test_a_program_smaller_than_every_valid_graph_gets_wider_margins(problem):
+    space, target = problem                              # -0.01 per block changed towards target
+    rule = Guard(0.1, by_distance=((1, 2, 8), (0.005, 0.03, 0.1)), min_nodes=20)
+    assert rule.for_program(20, 4.0).scale == 1.0 and rule.for_program(19, 4.0).scale == 4.0
+    assert Guard(0.1).for_program(1, 4.0).scale == 1.0                   # min_nodes unknown: as measured
+    small = rule.for_program(5, 4.0)
+    assert small.margin_at(1) == pytest.approx(0.02) and small.margin_at(2) == pytest.approx(0.12)
+    assert small.margin_at(9) == np.inf and Guard(0.1, scale=3.0).margin_at(5) == pytest.approx(0.3)
+    # one block gains 0.01: beyond the measured margin (0.005), within four times it (0.02): the default is kept
+    for algorithm in ("evolution", "coordinate"):
+        kept = run_search(space, Stub(space, target), SETTINGS, 3000, np.random.default_rng(0), algorithm=algorithm,
+                          rule=rule.for_program(20, 4.0))
+        assert guard(kept, space.default()[0], rule.for_program(20, 4.0))[2]
+        refused = run_search(space, Stub(space, target), SETTINGS, 3000, np.random.default_rng(0),
+                             algorithm=algorithm, rule=small)
+        assert not guard(refused, space.default()[0], small)[2]
+
+
 class Pinning:
     """A model that believes pinning a block to the layout the compiler gives it anyway saves 1 per block (what a
     model reading the "was default" flags can learn); records every row it scores."""
