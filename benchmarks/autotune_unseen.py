@@ -134,7 +134,9 @@ def dump(name: str, fn, args: tuple, folder: Path) -> tuple[Path, Path]:
 
 
 def autotune(text: Path, optimized: Path, out: Path, model: str, seed: int, overrides: list[str]) -> dict:
-    """Run the tool as a user would; its JSON, or {"error": its one-line message}."""
+    """Run the tool as a user would; its JSON, or {"error": its one-line message}. A program with fused kernels but
+    no configurable node gets a JSON of tiles only (`layouts_not_searched`): no layout pick to time, so it counts as
+    refused, {"error": "layouts not searched: ..."}."""
     cmd = [sys.executable, "-m", "pipeline.autotune", str(text), str(optimized), "--model", model, "--out", str(out),
            f"autotune.seed={seed}", *overrides]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
@@ -142,7 +144,11 @@ def autotune(text: Path, optimized: Path, out: Path, model: str, seed: int, over
         lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
         message = lines[-1] if lines else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return {"error": message.replace(str(text.parent), "<dump>"), "rc": done.returncode}
-    return json.loads((out / f"{text.name.removesuffix('.hlo.txt')}.json").read_text())
+    result = json.loads((out / f"{text.name.removesuffix('.hlo.txt')}.json").read_text())
+    if result.get("layouts_not_searched"):
+        return {"error": f"layouts not searched: {result['layouts_not_searched']}".replace(str(text.parent), "<dump>"),
+                "rc": done.returncode}
+    return result
 
 
 def parse_timing(text: str) -> tuple[str, list[str]]:

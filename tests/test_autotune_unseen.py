@@ -67,3 +67,25 @@ def test_a_timing_world_must_name_layout_cost_overrides(text):
         parse_timing(text)
     assert parse_timing("fast=synthesize.layout_cost.bytes_per_ns=900 synthesize.layout_cost.tile=[8,128]") == (
         "fast", ["synthesize.layout_cost.bytes_per_ns=900", "synthesize.layout_cost.tile=[8,128]"])
+
+
+def test_a_program_of_tiles_only_counts_as_refused_not_timed(tmp_path, monkeypatch):
+    """The tool gives a program with fused kernels but no configurable node a JSON of tiles only: no layout to time
+    (verify would refuse the space), so the benchmark records it as refused, naming why."""
+    import json
+    import subprocess
+
+    from benchmarks import autotune_unseen
+
+    text, out = tmp_path / "fft.hlo.txt", tmp_path / "out"
+    why = f"{text}: no configurable node (convolution, dot, reshape) to lay out"          # as the tool writes it
+
+    def tool(cmd, **kwargs):
+        out.mkdir()
+        (out / "fft.json").write_text(json.dumps({"layouts": [], "layouts_not_searched": why, "tiles": []}))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(autotune_unseen.subprocess, "run", tool)
+    row = autotune_unseen.autotune(text, tmp_path / "fft_opt.hlo.txt", out, "ensemble", 0, [])
+    assert row == {"error": "layouts not searched: <dump>/fft.hlo.txt: no configurable node (convolution, dot, "
+                            "reshape) to lay out", "rc": 0}
