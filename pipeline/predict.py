@@ -22,7 +22,6 @@ refused in one line (PredictError); docs/predict.md lists what is accepted.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
 from pipeline.files import blocking_file, write_csv
 from pipeline.hlo.text import first_statement
-from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, IGNORED_SHOWN, Collection, check_file_name
+from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name, warn_left_out
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
@@ -78,10 +77,7 @@ def input_files(path: Path) -> list[Path]:
     if path.is_dir():
         ranked = set(files)
         others = sorted(str(f.relative_to(path)) for f in path.rglob("*") if f.is_file() and f not in ranked)
-        if others:
-            shown = ", ".join(others[:IGNORED_SHOWN]) + (", ..." if len(others) > IGNORED_SHOWN else "")
-            print(f"warning: {path}: left out {len(others)} files that are not *{GRAPH_SUFFIX} graph files: {shown}",
-                  file=sys.stderr)
+        warn_left_out(path, others, "files")
     return files
 
 

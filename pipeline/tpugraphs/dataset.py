@@ -13,7 +13,7 @@ import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -28,6 +28,19 @@ __all__ = ["Collection", "COLLECTIONS", "npz_root", "graph_paths", "check_file_n
 GRAPH_SUFFIX = ".npz"                            # a split folder's graph files; other entries are named, left out
 IGNORED_SHOWN = 10                              # left-out entries named in the warning
 CONFIG_CHUNK_BYTES = 16 << 20                   # stored bytes of node_config_feat checked per step (temporaries ~4x)
+
+
+def shown_names(names: Sequence[str]) -> str:
+    """The first IGNORED_SHOWN of `names`, comma-separated, with ", ..." when there are more."""
+    return ", ".join(names[:IGNORED_SHOWN]) + (", ..." if len(names) > IGNORED_SHOWN else "")
+
+
+def warn_left_out(folder: str | os.PathLike, names: Sequence[str], what: str) -> None:
+    """One stderr warning line naming the `what` ("entries", "files") of `folder` that are not graph files and are
+    left out (none: nothing printed): never silently dropped."""
+    if names:
+        print(f"warning: {folder}: left out {len(names)} {what} that are not *{GRAPH_SUFFIX} graph files: "
+              f"{shown_names(names)}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -94,13 +107,10 @@ def graph_paths(root: str | os.PathLike, collection: str | Collection, split: st
         raise TpuGraphsFormatError(folder, None, f"the folder of {collection.name} {split} graphs", "no such folder")
     paths = sorted(folder.glob(f"*{GRAPH_SUFFIX}"))
     others = sorted(p.name for p in set(folder.iterdir()) - set(paths))
-    shown = ", ".join(others[:IGNORED_SHOWN]) + (", ..." if len(others) > IGNORED_SHOWN else "")
     if not paths:
         raise TpuGraphsFormatError(folder, None, f"at least one {collection.name} {split} graph (*{GRAPH_SUFFIX})",
-                                   f"only {shown}" if others else "an empty folder")
-    if others:
-        print(f"warning: {folder}: left out {len(others)} entries that are not *{GRAPH_SUFFIX} graph files: {shown}",
-              file=sys.stderr)
+                                   f"only {shown_names(others)}" if others else "an empty folder")
+    warn_left_out(folder, others, "entries")
     for path in paths:
         check_file_name(path)
         if not path.is_file():
