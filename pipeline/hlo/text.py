@@ -44,6 +44,7 @@ _STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
 UNBOUNDED = "static or bounded dimension sizes (unbounded dynamic dimensions '?' are not supported)"
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_SPACES = re.compile(r"\s*")
 # the arrays of a module header, each found from the start of its type name: unanchored, _ARRAY retried a long
 # word (a module name of 80 000 letters) from each of its letters, 20 s of backtracking
 _HEADER_ARRAY = re.compile(r"(?<![a-z0-9])" + _ARRAY.pattern)
@@ -216,16 +217,34 @@ class _Reader:
         return HloParseError(self.source, line, expected, found)
 
     def shape(self, text: str, pos: int, line: int) -> tuple[Shape, int]:
-        """Parse a shape at text[pos:]; returns it and the position after it."""
-        while pos < len(text) and text[pos] == " ":
+        """Parse a shape at text[pos:]; returns it and the position after it. Tuples nest to any depth in one pass
+        (no recursion: a tuple nested 3000 deep was a RecursionError)."""
+        start, open_tuples = pos, []                # the elements so far of each tuple open here, innermost last
+        while True:
+            pos = _SPACES.match(text, pos).end()
+            if text.startswith("(", pos):
+                open_tuples.append([])
+                pos = _SPACES.match(text, pos + 1).end()
+                if not text.startswith(")", pos):   # `()` is the empty tuple, closed below
+                    continue
+            else:
+                element, pos = self.array(text, pos, line)
+                if not open_tuples:
+                    return element, pos
+                open_tuples[-1].append(element)
+                pos = _SPACES.match(text, pos).end()
+            while text.startswith(")", pos):
+                element, pos = Shape("tuple", tuple_shapes=tuple(open_tuples.pop())), pos + 1
+                if not open_tuples:
+                    return element, pos
+                open_tuples[-1].append(element)
+                pos = _SPACES.match(text, pos).end()
+            if not text.startswith(",", pos):
+                raise self.fail(line, "',' or ')' after an element of a tuple shape", text[pos:] or text[start:])
             pos += 1
-        if text.startswith("(", pos):
-            end = closing(text, pos)
-            if end < 0:
-                raise self.fail(line, "')' closing a tuple shape", text[pos:])
-            parts = split_top(text[pos + 1:end])
-            elements = tuple(self.shape(p, 0, line)[0] for p in parts)
-            return Shape("tuple", tuple_shapes=elements), end + 1
+
+    def array(self, text: str, pos: int, line: int) -> tuple[Shape, int]:
+        """Parse an array shape (`f32[8,16]{1,0}`) at text[pos:]; returns it and the position after it."""
         m = _ARRAY.match(text, pos)
         if not m or not is_element_type(m.group(1)):
             raise self.fail(line, "a shape such as f32[8,16]{1,0} or a tuple (...)", text[pos:pos + 40])

@@ -110,3 +110,21 @@ def test_a_bounded_dynamic_dimension_reads_as_its_bound(jax_hlo):
     bounded = parse_module(jax_hlo["lowered"].replace("f32[8,16]", "f32[<=8,16]"), SOURCE)
     assert jax_hlo["lowered"].count("f32[8,16]") >= 2
     assert bounded == static
+
+DEEP = 3000         # tuple nesting that overflowed the recursive shape reader (Python's limit is 1000 frames)
+
+
+def test_a_deeply_nested_tuple_shape_parses_without_recursion(jax_hlo):
+    """A parameter of a tuple nested 3000 deep was a RecursionError traceback in all three commands; the reader now
+    walks tuples in one pass, and a tuple element followed by junk is named instead of skipped."""
+    lines = jax_hlo["lowered"].split("\n")
+    at = next(i for i, line in enumerate(lines) if " parameter(0)" in line)
+    indent = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
+    deep = indent + "deep = " + "(" * DEEP + "f32[2]{0}, s32[]" + ")" * DEEP + " parameter(99)"
+    module = parse_module("\n".join([*lines[:at + 1], deep, *lines[at + 1:]]), SOURCE)
+    node = next(n for n in layout_program(module).graph.nodes if n.name == "deep")
+    assert node.dtype == "tuple" and node.tuple_size == 1
+    junk = deep.replace("s32[]", "s32[] junk")
+    with pytest.raises(HloParseError, match=rf"^{SOURCE}:{at + 2}: expected ',' or '\)' after an element of a tuple "
+                                            r"shape, found 'junk\)"):
+        parse_module("\n".join([*lines[:at + 1], junk, *lines[at + 1:]]), SOURCE)
