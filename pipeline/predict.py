@@ -114,6 +114,20 @@ def rank_files(cfg: DictConfig, files: Sequence[Path], model: str, collection: s
     return pd.concat(tables, ignore_index=True)
 
 
+def sniff_first_statement(path: Path) -> str:
+    """The first statement of a text file, reading no more than it takes: HLO_SNIFF_BYTES, doubled while what was
+    read is all comment or blank, an unclosed `/*`, or may end inside the word (a 70 KB `/* ... */` note before
+    `HloModule` was refused as not HLO text although the reader accepts it)."""
+    head = b""
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(max(len(head), HLO_SNIFF_BYTES))
+            head += chunk
+            first = first_statement(head.decode("utf-8", "replace").removeprefix(UTF8_BOM))
+            if not chunk or not (first == "" or first.startswith("/*") or HLO_FIRST_WORD.startswith(first)):
+                return first
+
+
 def is_hlo_text(path: Path) -> bool:
     """A single file named `*.hlo` or `*.txt` (`.hlo.txt`, an XLA dump, `.compile().as_text()` ...) whose first
     line that is neither blank nor comment starts with `HloModule`; any other file that is not an `.npz` is refused
@@ -123,8 +137,7 @@ def is_hlo_text(path: Path) -> bool:
     if path.suffix not in HLO_SUFFIXES:
         raise PredictError(f"{path}: expected an {GRAPH_SUFFIX} graph file, a folder of them, or HLO module text "
                            f"(a {' or '.join(HLO_SUFFIXES)} file)")
-    with open(path, "rb") as f:
-        first = first_statement(f.read(HLO_SNIFF_BYTES).decode("utf-8", "replace").removeprefix(UTF8_BOM))
+    first = sniff_first_statement(path)
     if not first.startswith(HLO_FIRST_WORD):
         raise PredictError(f"{path}: expected HLO module text, whose first line (after comments) starts with "
                            f"'{HLO_FIRST_WORD}'; found {first[:60]!r}")

@@ -114,6 +114,21 @@ def test_hlo_text_opening_with_comments_is_hlo_text(tmp_path):
         is_hlo_text(tmp_path / "n.txt")
 
 
+def test_hlo_text_after_comments_longer_than_the_sniffed_head_is_hlo_text(tmp_path):
+    """predict read the first 64 KiB only: a longer `/* ... */` note or run of `//` lines before `HloModule` (which
+    the reader and the other two commands accept) was refused as 'expected HLO module text'. It reads on while the
+    head is all comment; a text that is not HLO is still refused after the first chunk."""
+    from pipeline.predict import HLO_SNIFF_BYTES, is_hlo_text
+
+    for k, head in enumerate(("/*" + "x" * HLO_SNIFF_BYTES + "*/\n", "// note\n" * (HLO_SNIFF_BYTES // 4))):
+        path = tmp_path / f"p{k}.hlo.txt"
+        path.write_text(head + "HloModule m\n")
+        assert is_hlo_text(path)
+    (tmp_path / "n.txt").write_text("// note\n" * (HLO_SNIFF_BYTES // 4) + "notes\n")
+    with pytest.raises(PredictError, match="found 'notes'"):
+        is_hlo_text(tmp_path / "n.txt")
+
+
 def test_hlo_text_after_a_byte_order_mark_is_hlo_text(tmp_path):
     """An editor's UTF-8 BOM before `HloModule`: the HLO reader skips it, so predict's sniffing must too."""
     from pipeline.predict import is_hlo_text
