@@ -32,6 +32,7 @@ from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
 from pipeline.files import write_text
+from pipeline.overrides import split_overrides, value_flags
 
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
@@ -142,13 +143,6 @@ def checked(cfg: DictConfig, source: str = "conf/") -> DictConfig:
     return cfg
 
 
-def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split argv into Hydra overrides (`key=value`, `group=option`, `+key=v`, `~key`) and everything else."""
-    overrides = [a for a in argv if ("=" in a and not a.startswith("-")) or a.startswith("~")]
-    rest = [a for a in argv if a not in overrides]
-    return overrides, rest
-
-
 def load_cfg(argv: Sequence[str] | None = None, params_file: Path | None = None) -> DictConfig:
     """The configuration a stage runs with: params.yaml, or conf/ composed with the overrides in argv."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -178,17 +172,17 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     outputs DVC tracks (`dvc_outputs`) says on stderr that it writes over them.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    overrides, rest = split_overrides(argv)
     group = group or main_module_group()
     parser = argparse.ArgumentParser(prog=module_prog(group), description=description, epilog=group_help(group),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cfg", choices=["job"], default=None,
                         help="print the resolved configuration (as Hydra's --cfg job does) and exit")
     if collection:
-        parser.add_argument("--collection", required=not any(a.startswith("--cfg") for a in rest),
+        parser.add_argument("--collection", required=not any(a.startswith("--cfg") for a in argv),
                             help="e.g. layout-xla-random or layout:xla:random")
     if add_flags is not None:
         add_flags(parser)
+    overrides, rest = split_overrides(argv, value_flags(parser))
     args = parser.parse_args(rest)
     if collection and args.collection is not None:
         from pipeline.tpugraphs.dataset import Collection

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.errors import run_main
-from pipeline.config import load_cfg, module_prog, split_overrides, stage_output_key
+from pipeline.config import load_cfg, module_prog, stage_output_key
+from pipeline.overrides import split_overrides, value_flags
 from pipeline.featurizer.dataset import featurize
 from pipeline.hlo.featurize import HloParseError
 from pipeline.settings.featurize import featurize_settings
@@ -29,11 +30,11 @@ from pipeline.tpugraphs.schema import NPZ_SUBDIR
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    overrides, rest = split_overrides(argv)
     parser = argparse.ArgumentParser(prog=module_prog("featurize"), description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="+", type=Path, help="HLO module text files")
     parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")
+    overrides, rest = split_overrides(argv, value_flags(parser))
     args = parser.parse_args(rest)
     cfg = load_cfg(overrides)
     if "featurize" not in cfg:

@@ -46,3 +46,26 @@ def test_a_params_yaml_that_is_not_utf8_is_named_in_one_line(tmp_path):
     with pytest.raises(SettingsError, match=r"^setting .*params\.yaml='<unreadable>': expected a YAML mapping "
                                             r"\('utf-8' codec can't decode"):
         load_cfg([], params_file=params)
+
+
+def test_split_overrides_leaves_paths_and_flag_values_with_an_equals_sign_alone(tmp_path, monkeypatch):
+    """A token with a `=` is an override only with a Hydra key, not after a flag that takes a value, and not when it
+    names an existing file (`lr=0.1/p.hlo.txt` relative to the working folder)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lr=0.1").mkdir()
+    (tmp_path / "lr=0.1" / "p.hlo.txt").write_text("HloModule m\n")
+    argv = ["lr=0.1/p.hlo.txt", "/abs/b=2/q.hlo.txt", "--out", "runs/x=1", "--builtin", "gnn.lr=1", "+x=2", "~y",
+            "hydra/launcher=basic", "data@d=tpugraphs"]
+    assert split_overrides(argv, {"--out"}) == (
+        ["gnn.lr=1", "+x=2", "~y", "hydra/launcher=basic", "data@d=tpugraphs"],
+        ["lr=0.1/p.hlo.txt", "/abs/b=2/q.hlo.txt", "--out", "runs/x=1", "--builtin"])
+
+
+def test_a_flag_value_with_an_equals_sign_stays_the_flag_value():
+    def add_flags(parser):
+        parser.add_argument("path")
+        parser.add_argument("--out")
+
+    args, cfg = stage_args("x", ["/runs/lr=0.1/p.hlo.txt", "--out", "ranks/x=1.csv", "heuristic.chunk_size=7"],
+                           collection=False, add_flags=add_flags)
+    assert (args.path, args.out, cfg.heuristic.chunk_size) == ("/runs/lr=0.1/p.hlo.txt", "ranks/x=1.csv", 7)

@@ -167,3 +167,15 @@ def test_programs_without_a_graph_are_named_and_alone_write_nothing(programs, tm
                                          rf"\(s\) are none of rank 1-6 .*c: ranks \[8, 8, 2\]\).*; nothing written"):
         main([str(empty), str(rank8), "--out", str(tmp_path / "b"), *FAST])
     assert not (tmp_path / "b").exists()
+
+
+def test_paths_holding_an_equals_sign_are_paths_not_overrides(programs, tmp_path, capsys):
+    """Every argument with a `=` was taken for a Hydra override: a program under Hydra's multirun folder
+    `lr=0.1` gave "the following arguments are required: programs", and `--out runs/x=1` lost its value."""
+    folder = tmp_path / "lr=0.1"
+    folder.mkdir()
+    program = folder / "p.hlo.txt"
+    shutil.copy(programs[0], program)
+    main([str(program), "--out", str(tmp_path / "out=1"), *FAST])
+    assert graph_paths(tmp_path / "out=1", "layout:xla:random", "test")
+    assert "wrote" in capsys.readouterr().out
