@@ -15,11 +15,13 @@ trains on ROOT and ranks your programs:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from pipeline.errors import run_main
+from pipeline.files import output_error
 from pipeline.config import load_cfg, module_prog, stage_output_key
 from pipeline.overrides import split_overrides, value_flags
 from pipeline.featurizer.dataset import featurize
@@ -47,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                          f"write; choose a folder elsewhere")
     try:
         done = featurize(args.programs, args.out, settings, args.train_from)
-    except (HloParseError, ValueError, FileNotFoundError) as err:
+    except (HloParseError, ValueError) as err:
+        raise SystemExit(f"featurize: {err}") from None
+    except OSError as err:                  # making or writing --out (the programs are read in read_hlo_text)
+        out = os.path.abspath(args.out)
+        if err.filename is not None and os.path.commonpath([out, os.path.abspath(err.filename)]) == out:
+            err = output_error("--out", args.out, err)
         raise SystemExit(f"featurize: {err}") from None
     counts = done.counts
     if not any(counts.values()):

@@ -35,8 +35,25 @@ def blocking_file(path: str | os.PathLike, itself: bool = True) -> Path | None:
     """The nearest of `path` (with `itself`) and its ancestors that exists and is not a folder, else None: where a
     folder would have to be made for `path` and cannot be (an output path's one-line error names it)."""
     path = Path(path)
-    return next((p for p in ((path,) if itself else ()) + tuple(path.parents) if p.exists() and not p.is_dir()),
-                None)
+    return next((p for p in ((path,) if itself else ()) + tuple(path.parents) if _is_non_folder(p)), None)
+
+
+def _is_non_folder(path: Path) -> bool:
+    """`path` exists and is no folder; False where the system cannot look (a name longer than the file system takes,
+    a folder this user may not search: `Path.exists` raised there), as writing there then fails (`output_error`)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:
+        return False
+
+
+def output_error(name: str, path: str | os.PathLike, error: OSError) -> PipelineError:
+    """An OSError met making or writing the output `path` (given as `name`: `--out`, a setting) as one line naming
+    it: a folder that cannot be made, no permission, a read-only or full disk (a traceback until 2026-12-07, or an
+    error naming only a `<name>.tmp` and suggesting `dvc repro`)."""
+    at = "" if error.filename in (None, str(path), f"{path}.tmp") else f" at {error.filename}"
+    return PipelineError(f"{name} {path}: cannot write there{at} ({error.strerror or error}); expected a path this "
+                         f"user can create and write")
 
 
 @contextmanager

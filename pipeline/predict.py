@@ -22,6 +22,7 @@ refused in one line (PredictError); docs/predict.md lists what is accepted.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ from omegaconf import DictConfig
 
 from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
-from pipeline.files import blocking_file, write_csv
+from pipeline.files import blocking_file, output_error, write_csv
 from pipeline.hlo.text import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name, warn_left_out
 from pipeline.tpugraphs.npz import list_members
@@ -147,6 +148,12 @@ def is_hlo_text(path: Path) -> bool:
 def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
     """Rank an npz file or folder; HLO text is first featurised (`pipeline.featurizer`, settings `featurize`) into the
     collections of `featurize.collections`, each graph then ranked by its own collection's model."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        pass                                # refused below, saying what is expected
+    except OSError as error:                # a name too long, a folder this user may not search, ...
+        raise PredictError(f"{path}: cannot read ({error.strerror or error})") from None
     if not is_hlo_text(path):
         return rank_files(cfg, input_files(path), model, collection)
     if collection is not None:
@@ -175,15 +182,15 @@ def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str], s
         tag = next(iter(slugs)) if len(slugs) == 1 else "mixed"
         out = Path(cfg.predict.run_dir) / f"{model}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
     path = Path(out).resolve()
-    if path.is_dir():
+    if os.path.isdir(path):                 # False, not OSError, where the system cannot look (a name too long)
         raise PredictError(f"--out {out}: a folder; expected the path of the CSV file to write")
     blocking = blocking_file(path, itself=False)
     if blocking is not None:
         raise PredictError(f"--out {out}: {blocking} is a file; expected a folder to hold the CSV")
     ranked = source.resolve()
-    if path == ranked or (source.is_dir() and ranked in path.parents and path.suffix == GRAPH_SUFFIX):
-        raise PredictError(f"--out {out}: the input {path if source.is_dir() else source}; the CSV would replace "
-                           f"it, so choose another path")
+    if path == ranked or (os.path.isdir(source) and ranked in path.parents and path.suffix == GRAPH_SUFFIX):
+        raise PredictError(f"--out {out}: the input {path if os.path.isdir(source) else source}; the CSV would "
+                           f"replace it, so choose another path")
     key = stage_output_key(cfg, path)
     if key is not None:
         raise PredictError(f"--out {out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write; "
@@ -219,7 +226,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     for (source, _, graph_id), rows in table.groupby(["source_file", "collection", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
         print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
-    write_csv(table, out)
+    try:
+        write_csv(table, out)
+    except OSError as error:
+        raise output_error("--out" if args.out is not None else "predict.run_dir", out, error) from None
     print(f"wrote {out} ({len(table)} rows)")
 
 

@@ -239,3 +239,22 @@ def test_an_out_folder_where_a_file_stands_is_refused(tmp_path, under):
     expected = f"--out {out}: {tmp_path / 'taken'} is a file; expected a folder"
     with pytest.raises(PredictError, match="^" + re.escape(expected)):
         output_dir(compose([]), out)
+
+
+def test_an_out_the_system_cannot_write_is_one_line(tmp_path, monkeypatch, jax_hlo):
+    """--out where the JSON cannot be written (a name too long here; no permission, a read-only disk) was an OSError
+    traceback after the whole search (or a bare `[Errno 2]` line not naming --out); the search is stubbed here."""
+    from types import SimpleNamespace
+
+    from pipeline.errors import PipelineError
+    from pipeline.tuning import tool
+
+    program = tmp_path / "mine.hlo.txt"
+    program.write_text(jax_hlo["lowered"])
+    monkeypatch.setattr(tool, "load_guide", lambda *args: SimpleNamespace(rule=SimpleNamespace(measured_blocks=None)))
+    monkeypatch.setattr(tool, "search_layouts", lambda *args: {"layouts": []})
+    out = tmp_path / ("x" * 300)
+    with pytest.raises(PipelineError, match=rf"^--out {out}: cannot write there \(File name too long\); expected a "
+                                           r"path this user can create and write$"):
+        tool.autotune(compose([]), tool.Request(program, None, "lgbm", 10, None, out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.hlo.txt"]

@@ -179,3 +179,20 @@ def test_paths_holding_an_equals_sign_are_paths_not_overrides(programs, tmp_path
     main([str(program), "--out", str(tmp_path / "out=1"), *FAST])
     assert graph_paths(tmp_path / "out=1", "layout:xla:random", "test")
     assert "wrote" in capsys.readouterr().out
+
+
+def test_a_device_an_undecodable_program_and_an_unwritable_out_are_one_line(programs, tmp_path):
+    """A device (`/dev/zero` never ends: reading it filled the memory) is refused unread; a byte that is not UTF-8
+    is named with its line; an --out the system cannot make (a name too long here; no permission, a read-only
+    disk) was an OSError traceback."""
+    with pytest.raises(SystemExit, match=r"^featurize: /dev/null: cannot read HLO text \(a device, not a file\)$"):
+        main(["/dev/null", "--out", str(tmp_path / "a"), *FAST])
+    bad = tmp_path / "bad.hlo.txt"
+    bad.write_bytes(programs[0].read_bytes().replace(b"\n", b"\n\xff", 2).replace(b"\n\xff", b"\n", 1))
+    with pytest.raises(SystemExit, match=rf"^featurize: {bad}:3: cannot read HLO text \(not UTF-8: byte 0xff\)$"):
+        main([str(bad), "--out", str(tmp_path / "a"), *FAST])
+    out = tmp_path / ("x" * 300)
+    with pytest.raises(SystemExit, match=rf"^featurize: --out {out}: cannot write there.* \(File name too long\); "
+                                         r"expected a path this user can create and write$"):
+        main([str(programs[0]), "--out", str(out), *FAST])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.hlo.txt"]

@@ -195,3 +195,21 @@ def test_an_out_folder_is_refused_before_ranking(setup):
                                 "--out", folder, *overrides))
     assert line == f"error: --out {folder}: a folder; expected the path of the CSV file to write"
     assert written(folder) == [] and not (base / "out-folder.tmp").exists()
+
+
+TOO_LONG = "x" * 300        # a file name longer than any file system takes (NAME_MAX 255): the system cannot look
+
+
+def test_an_out_or_input_the_system_cannot_write_or_read_is_one_line(setup, tmp_path):
+    """--out where the CSV cannot be written (a name too long here; no permission, a read-only disk) was an OSError
+    traceback (or named only `<out>.tmp` and suggested `dvc repro`); an input path the system cannot look at too."""
+    overrides, graph, base = setup
+    out = tmp_path / f"{TOO_LONG}.csv"
+    line = error_line(run_entry("pipeline.predict", graph, "--model", "heuristic", "--collection", SLUG, "--out",
+                                out, *overrides))
+    assert line == (f"error: --out {out}: cannot write there (File name too long); expected a path this user can "
+                    f"create and write")
+    program = tmp_path / f"{TOO_LONG}.hlo.txt"
+    assert error_line(run_entry("pipeline.predict", program, "--model", "heuristic", "--out", tmp_path / "r.csv",
+                                *overrides)) == f"error: {program}: cannot read (File name too long)"
+    assert written(tmp_path) == []

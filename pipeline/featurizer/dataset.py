@@ -25,7 +25,8 @@ from tqdm import tqdm
 from pipeline.files import blocking_file, read_json, remove, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
 from pipeline.hlo.featurize import (HloModule, LayoutProgram, SearchParams, layout_configs, layout_program,
-                                    parse_module, tile_programs, why_no_layout_node, why_no_tile_kernel)
+                                    parse_module, read_hlo_text, tile_programs, why_no_layout_node,
+                                    why_no_tile_kernel)
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs import writer
 from pipeline.tpugraphs.dataset import Collection, load_graph, npz_root, validate_node_config_feat
@@ -68,11 +69,7 @@ def read_programs(paths: Sequence[Path]) -> list[tuple[str, HloModule]]:
         if stem in seen:
             raise ValueError(f"{path}: same file stem {stem!r} as {seen[stem]}; rename one of them")
         seen[stem] = path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise ValueError(f"{path}: cannot read HLO text ({err})") from None
-        programs.append((stem, parse_module(text, str(path))))
+        programs.append((stem, parse_module(read_hlo_text(path), str(path))))
     return programs
 
 

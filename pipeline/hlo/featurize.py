@@ -16,11 +16,14 @@ Layout graphs are most faithful from unoptimised text (`.lower(...).as_text(dial
 """
 from __future__ import annotations
 
+import stat
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from pipeline.errors import PipelineError
 from pipeline.hlo import opcodes as op
 from pipeline.hlo.configs import SearchParams, block_specs, sample_layout_configs
 from pipeline.hlo.graph import HloGraph
@@ -30,7 +33,7 @@ from pipeline.hlo.node_features import node_feat_matrix
 from pipeline.hlo.text import HloModule, HloParseError, parse_text
 
 __all__ = ["HloModule", "HloParseError", "LayoutProgram", "TileProgram", "SearchParams",
-           "parse_module", "layout_program", "tile_programs", "layout_configs", "configurable_nodes",
+           "read_hlo_text", "parse_module", "layout_program", "tile_programs", "layout_configs", "configurable_nodes",
            "why_no_layout_node", "why_no_tile_kernel"]
 
 MAX_LAYOUT_RANK = 6
@@ -60,6 +63,24 @@ class TileProgram:
     node_feat: np.ndarray        # [nodes, 140] float32
     node_opcode: np.ndarray      # [nodes] uint8
     edge_index: np.ndarray       # [edges, 2] int64
+
+
+def read_hlo_text(path: Path) -> str:
+    """The UTF-8 text of an HLO file (a pipe, `<(...)`, too); PipelineError naming the file when it cannot be read,
+    is a device (`/dev/zero` and `/dev/urandom` never end: reading one filled the memory) or is not UTF-8 (the
+    line of the first bad byte)."""
+    try:
+        if stat.S_ISCHR(Path(path).stat().st_mode) or stat.S_ISBLK(Path(path).stat().st_mode):
+            raise PipelineError(f"{path}: cannot read HLO text (a device, not a file)")
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise PipelineError(f"{path}: cannot read HLO text ({err.strerror or err})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise PipelineError(f"{path}:{line}: cannot read HLO text (not UTF-8: byte 0x{data[err.start]:02x})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")       # line ends as a text-mode read gives them
 
 
 def parse_module(text: str, source: str = "<text>") -> HloModule:

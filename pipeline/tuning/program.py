@@ -36,13 +36,6 @@ class Program:
     no_tiles: str | None = None  # why an optimised text gave no tile (`why_no_tile_kernel`, its source first)
 
 
-def read_text(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: cannot read HLO text ({err})") from None
-
-
 def read_program(name: str, text: str, source: str, optimized: str | None = None,
                  optimized_source: str = "") -> Program:
     """Parse the texts (HloParseError names the line); tiles come from the optimised text when given. A scheduled

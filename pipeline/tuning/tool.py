@@ -16,20 +16,20 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.files import blocking_file, write_json
+from pipeline.files import blocking_file, output_error, write_json
 from pipeline.seeds import graph_rng
 from pipeline.tpugraphs.dataset import Collection
 from pipeline.config import stage_output_key
 from pipeline.featurizer.dataset import program_digest, program_stem
 from pipeline.trained import PredictError
-from pipeline.tuning.program import read_program, read_text, template_graph
+from pipeline.tuning.program import read_program, template_graph
 from pipeline.tuning.report import changes, frozen_beside, unmeasured
 from pipeline.tuning.scorers import load_guide
 from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.space import LayoutSpace, SpaceError
 from pipeline.tuning.tiles import tune_tiles
 from pipeline.tuning.verify import AutotuneSettings
-from pipeline.hlo.featurize import why_no_layout_node
+from pipeline.hlo.featurize import read_hlo_text, why_no_layout_node
 from pipeline.settings.sections import tile_search
 
 
@@ -119,7 +119,8 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
                                     "autotune.collection")
     folder = output_dir(cfg, request.out)
     name = program_stem(request.program)
-    text, optimized = read_text(request.program), read_text(request.optimized) if request.optimized else None
+    text = read_hlo_text(request.program)
+    optimized = read_hlo_text(request.optimized) if request.optimized else None
     program = read_program(name, text, str(request.program), optimized, str(request.optimized))
     key = program_key(program)                                  # the graphs, not the file name nor the metadata
     space, ids = None, program.layout.config_node_ids
@@ -150,6 +151,9 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, **layouts, "guard": vars(guide.rule), "tiles": tiles}
     path = folder / f"{name}.json"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(out, path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(out, path)
+    except OSError as error:
+        raise output_error("--out" if request.out is not None else "autotune.out_dir", folder, error) from None
     return out, path
