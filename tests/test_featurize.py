@@ -182,9 +182,9 @@ def test_paths_holding_an_equals_sign_are_paths_not_overrides(programs, tmp_path
 
 
 def test_a_device_an_undecodable_program_and_an_unwritable_out_are_one_line(programs, tmp_path):
-    """A device (`/dev/zero` never ends: reading it filled the memory) is refused unread; a byte that is not UTF-8
-    is named with its line; an --out the system cannot make (a name too long here; no permission, a read-only
-    disk) was an OSError traceback."""
+    """A device (`/dev/zero` never ends: reading it would not stop before the memory ran out) is refused unread; a
+    byte that is not UTF-8 is named with its line; an --out the system cannot make (a name too long here; no
+    permission, a read-only disk) was an OSError traceback."""
     with pytest.raises(SystemExit, match=r"^featurize: /dev/null: cannot read HLO text \(a device, not a file\)$"):
         main(["/dev/null", "--out", str(tmp_path / "a"), *FAST])
     bad = tmp_path / "bad.hlo.txt"

@@ -67,8 +67,8 @@ class TileProgram:
 
 def read_hlo_text(path: Path) -> str:
     """The UTF-8 text of an HLO file (a pipe, `<(...)`, too); PipelineError naming the file when it cannot be read,
-    is a device (`/dev/zero` and `/dev/urandom` never end: reading one filled the memory) or is not UTF-8 (the
-    line of the first bad byte)."""
+    is a device (`/dev/zero` and `/dev/urandom` never end: reading one would not stop before the memory ran out) or
+    is not UTF-8 (the line of the first bad byte)."""
     try:
         if stat.S_ISCHR(Path(path).stat().st_mode) or stat.S_ISBLK(Path(path).stat().st_mode):
             raise PipelineError(f"{path}: cannot read HLO text (a device, not a file)")
