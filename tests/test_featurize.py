@@ -196,3 +196,19 @@ def test_a_device_an_undecodable_program_and_an_unwritable_out_are_one_line(prog
                                          r"expected a path this user can create and write$"):
         main([str(programs[0]), "--out", str(out), *FAST])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.hlo.txt"]
+
+
+def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
+    """The same file twice (or a link to it) was refused with 'same file stem ... rename one of them', which cannot
+    help; two programs of one stem still are."""
+    link = tmp_path / "link"
+    link.mkdir()
+    (link / programs[0].name).symlink_to(programs[0])
+    for twice in (programs[0], link / programs[0].name):
+        with pytest.raises(SystemExit, match=rf"^featurize: {twice}: given twice; give each program once$"):
+            main([str(programs[0]), str(twice), "--out", str(tmp_path / "a"), *FAST])
+    other = tmp_path / programs[0].name
+    other.write_text(programs[1].read_text())
+    with pytest.raises(SystemExit, match="rename one of them"):
+        main([str(programs[0]), str(other), "--out", str(tmp_path / "a"), *FAST])
+    assert not (tmp_path / "a").exists()

@@ -67,7 +67,9 @@ def read_programs(paths: Sequence[Path]) -> list[tuple[str, HloModule]]:
     for path in paths:
         stem = program_stem(path)
         if stem in seen:
-            raise ValueError(f"{path}: same file stem {stem!r} as {seen[stem]}; rename one of them")
+            again = os.path.realpath(path) == os.path.realpath(seen[stem])     # the same file (or a link to it)
+            raise ValueError(f"{path}: given twice; give each program once" if again else
+                             f"{path}: same file stem {stem!r} as {seen[stem]}; rename one of them")
         seen[stem] = path
         programs.append((stem, parse_module(read_hlo_text(path), str(path))))
     return programs
