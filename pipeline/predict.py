@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -34,13 +35,14 @@ from omegaconf import DictConfig
 
 from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
-from pipeline.files import blocking_file, output_error, write_csv
+from pipeline.files import atomic_path, blocking_file, output_error, write_csv
 from pipeline.hlo.text import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name, warn_left_out
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph
 
-RANKING_COLUMNS = ["source_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
+RANKING_COLUMNS = ["source_file", "graph_file", "collection", "model", "graph_id", "rank", "config_index", "score"]
+GRAPHS_SUFFIX = "_graphs"           # HLO text: the graphs ranked are kept beside the CSV, in `<csv stem>_graphs/`
 HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
 HLO_FIRST_WORD = "HloModule"
 UTF8_BOM = "\ufeff"                 # an editor's byte-order mark before `HloModule`: the HLO reader skips it too
@@ -97,7 +99,7 @@ def resolve_collection(path: Path, given: str | None) -> Collection:
 def ranking_table(path: Path, collection: Collection, model: str, graph_id: str, scores: np.ndarray) -> pd.DataFrame:
     """Every config of one graph, best first (stable on ties): RANKING_COLUMNS."""
     order = np.argsort(scores, kind="stable")
-    return pd.DataFrame({"source_file": str(path), "collection": collection.name, "model": model,
+    return pd.DataFrame({"source_file": str(path), "graph_file": str(path), "collection": collection.name, "model": model,
                          "graph_id": graph_id, "rank": np.arange(1, len(order) + 1), "config_index": order,
                          "score": np.asarray(scores, dtype=np.float64)[order]}, columns=RANKING_COLUMNS)
 
@@ -145,9 +147,10 @@ def is_hlo_text(path: Path) -> bool:
     return True
 
 
-def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -> pd.DataFrame:
+def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None, work: Path) -> pd.DataFrame:
     """Rank an npz file or folder; HLO text is first featurised (`pipeline.featurizer`, settings `featurize`) into the
-    collections of `featurize.collections`, each graph then ranked by its own collection's model."""
+    collections of `featurize.collections` under `work` (official layout; `keep_graphs` keeps them), each graph then
+    ranked by its own collection's model."""
     try:
         path.stat()
     except FileNotFoundError:
@@ -162,17 +165,44 @@ def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None) -
     from pipeline.settings.featurize import featurize_settings
     from pipeline.hlo.featurize import HloParseError
 
-    with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:
-        try:
-            done = featurize([path], Path(work), featurize_settings(cfg), progress=False)
-        except (HloParseError, ValueError) as error:
-            raise PredictError(str(error)) from None
-        files = sorted(Path(work).rglob("*.npz"))
-        if not files:
-            raise PredictError(f"{path}: no graph to rank ({done.empty.get(str(path), 'none written')})")
-        table = rank_files(cfg, files, model, None)
+    try:
+        done = featurize([path], work, featurize_settings(cfg), progress=False)
+    except (HloParseError, ValueError) as error:
+        raise PredictError(str(error)) from None
+    files = sorted(work.rglob(f"*{GRAPH_SUFFIX}"))
+    if not files:
+        raise PredictError(f"{path}: no graph to rank ({done.empty.get(str(path), 'none written')})")
+    table = rank_files(cfg, files, model, None)
     table["source_file"] = str(path)
     return table
+
+
+def graphs_dir(out: Path) -> Path:
+    """Where the graphs featurised from HLO text are kept: beside the CSV `out`, `<its stem>_graphs/`."""
+    return out.with_name(out.stem + GRAPHS_SUFFIX)
+
+
+def keep_graphs(table: pd.DataFrame, work: Path, dest: Path, source: Path) -> pd.DataFrame:
+    """Copy the graphs featurised under `work` (official layout) to `dest`, replacing an earlier run's (atomically),
+    and point the table's `graph_file` there: a row's `config_index` is the row of that file's `config_feat` /
+    `node_config_feat` (the configurations predict sampled and ranked, which the CSV alone could not name). Refused
+    where `dest` is a file, holds the input `source`, or holds anything but an earlier run's graphs."""
+    blocking = blocking_file(dest)
+    if blocking is not None:
+        raise PredictError(f"{dest}: {blocking} is a file; expected a folder for the graphs ranked (beside --out)")
+    if dest.resolve() in source.resolve().parents:
+        raise PredictError(f"{dest}: holds the input {source}; the graphs ranked would replace it, so choose another "
+                           f"--out")
+    written = {entry.name for entry in work.iterdir()}          # npz/ and featurize's record of it
+    if dest.is_dir() and any(entry.name not in written for entry in dest.iterdir()):
+        raise PredictError(f"{dest}: holds files predict did not write; expected no folder there, or an earlier "
+                           f"run's graphs ({', '.join(sorted(written))}; the graphs ranked are kept beside --out)")
+    try:
+        with atomic_path(dest) as tmp:
+            shutil.copytree(work, tmp)
+    except OSError as error:
+        raise output_error("the graphs folder", dest, error) from None
+    return table.assign(graph_file=[str(dest / Path(f).relative_to(work)) for f in table["graph_file"]])
 
 
 def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str], source: Path) -> Path:
@@ -220,9 +250,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise PredictError(f"--collection: {error}") from None
     if args.out is not None:
         output_path(cfg, args.out, model, set(), Path(args.path))   # refused before the ranking, not after it
-    table = rank_path(cfg, Path(args.path), model, args.collection)
-    slugs = {Collection.parse(c).slug for c in table["collection"]}
-    out = output_path(cfg, args.out, model, slugs, Path(args.path))
+    with tempfile.TemporaryDirectory(prefix="predict-hlo-") as work:
+        table = rank_path(cfg, Path(args.path), model, args.collection, Path(work))
+        slugs = {Collection.parse(c).slug for c in table["collection"]}
+        out = output_path(cfg, args.out, model, slugs, Path(args.path))
+        featurised = any(Path(work).iterdir())
+        if featurised:
+            table = keep_graphs(table, Path(work), graphs_dir(out), Path(args.path))
     for (source, _, graph_id), rows in table.groupby(["source_file", "collection", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
         print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
@@ -231,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except OSError as error:
         raise output_error("--out" if args.out is not None else "predict.run_dir", out, error) from None
     print(f"wrote {out} ({len(table)} rows)")
+    if featurised:
+        print(f"kept the graphs ranked in {graphs_dir(out)}: config_index is the row of graph_file's configurations "
+              f"(tile: config_feat, layout: node_config_feat)")
 
 
 if __name__ == "__main__":

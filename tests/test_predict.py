@@ -1,15 +1,17 @@
 """Command predict on the outputs of the shared end-to-end `dvc repro` (programs_ci), plus unit checks."""
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import BIN, run, write_npz
 
-from pipeline.predict import PredictError, file_kind, input_files, path_collection, ranking_table, resolve_collection
+from pipeline.predict import (PredictError, file_kind, graphs_dir, input_files, keep_graphs, path_collection,
+                              ranking_table, resolve_collection)
 from pipeline.predictions import load_predictions, predictions_path
-from pipeline.tpugraphs.dataset import Collection
+from pipeline.tpugraphs.dataset import Collection, load_graph
 
 LAYOUT = Collection.parse("layout-xla-random")
 
@@ -33,6 +35,37 @@ def test_ranking_table_orders_best_first(tmp_path):
     table = ranking_table(tmp_path / "g.npz", LAYOUT, "lgbm", "g", np.array([0.5, -1.0, 0.5, 2.0]))
     assert table["config_index"].tolist() == [1, 0, 2, 3] and table["rank"].tolist() == [1, 2, 3, 4]
     assert table["score"].tolist() == [-1.0, 0.5, 0.5, 2.0]
+
+
+def test_graphs_featurised_from_hlo_text_are_kept_beside_the_csv(tmp_path):
+    """keep_graphs copies the featurised tree next to the CSV, points graph_file there, replaces an earlier run's
+    folder, and refuses a folder of other files or one holding the input."""
+    work = tmp_path / "work"
+    graph = work / "npz" / "layout" / "xla" / "random" / "test" / "mine.npz"
+    graph.parent.mkdir(parents=True)
+    graph.write_bytes(b"npz bytes")
+    (work / "featurize.json").write_text("{}")
+    table = ranking_table(graph, LAYOUT, "lgbm", "mine", np.array([0.3, 0.1]))
+    dest = graphs_dir(tmp_path / "out" / "ranks.csv")
+    assert dest == tmp_path / "out" / "ranks_graphs"
+    kept = keep_graphs(table, work, dest, tmp_path / "mine.hlo.txt")
+    assert list(kept["graph_file"]) == [str(dest / "npz/layout/xla/random/test/mine.npz")] * 2
+    assert (dest / "npz/layout/xla/random/test/mine.npz").read_bytes() == b"npz bytes"
+    assert list(kept["config_index"]) == [1, 0] and list(table["graph_file"]) == [str(graph)] * 2
+    graph.write_bytes(b"second run")                                # a second run replaces the first's graphs
+    keep_graphs(table, work, dest, tmp_path / "mine.hlo.txt")
+    assert (dest / "npz/layout/xla/random/test/mine.npz").read_bytes() == b"second run"
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["ranks_graphs"]      # no .tmp left behind
+    (dest / "notes.md").write_text("mine")
+    with pytest.raises(PredictError, match="holds files predict did not write"):
+        keep_graphs(table, work, dest, tmp_path / "mine.hlo.txt")
+    assert (dest / "notes.md").read_text() == "mine"
+    inside = tmp_path / "in_graphs" / "p.hlo.txt"
+    with pytest.raises(PredictError, match="holds the input"):
+        keep_graphs(table, work, tmp_path / "in_graphs", inside)
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(PredictError, match="is a file"):
+        keep_graphs(table, work, tmp_path / "a_file", tmp_path / "mine.hlo.txt")
 
 
 def test_a_folder_names_the_files_it_leaves_out(tmp_path, capsys):
@@ -116,6 +149,12 @@ def test_predict_ranks_hlo_text_of_a_program_it_never_saw(repo, tmp_path, jax_hl
     table = pd.read_csv(out)
     assert set(table["collection"]) == {"tile:xla", "layout:xla:random", "layout:xla:default"}
     assert set(table["source_file"]) == {str(program)}
+    kept = tmp_path / "ranks_graphs"                  # the graphs ranked, so that a config_index names a configuration
+    assert f"kept the graphs ranked in {kept}" in done.stdout
+    for (collection, graph_file), rows in table.groupby(["collection", "graph_file"]):
+        assert graph_file.startswith(f"{kept}/npz/") and Path(graph_file).is_file()
+        split = Path(graph_file).parent.name
+        assert load_graph(graph_file, collection, split).n_configs == len(rows)
     for collection in ("tile:xla", "layout:xla:random", "layout:xla:default"):   # one summary line per collection
         assert f"{program} ({collection}, lgbm): top 2 of " in done.stdout
     for (_, graph_id), rows in table.groupby(["collection", "graph_id"]):   # every config ranked exactly once
