@@ -32,6 +32,7 @@ LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds uppe
 LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30 (pipeline.lgbm_model.train)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blend
 ENSEMBLE_TIE_BREAKS = ("even", "order")               # pipeline.ensembling.blend.choose_weights
+ZOO_DTYPES = ("f32", "bf16")                         # pipeline.zoo.common.DTYPES: a size grid's dtypes
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator
 AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers: the guides a search can use
 AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search

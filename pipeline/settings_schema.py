@@ -5,10 +5,8 @@ raises `SettingsError` with one line naming the key, the value and what is allow
 with the closest known key (difflib). `check_overrides` does the same for `key=value` / `group=option` overrides
 before Hydra composes them, so a mistyped key gets that hint instead of Hydra's traceback.
 
-Permissive on purpose: the model constants and search settings under `synthesize` (`search`, `layout_cost`,
-`tile_cost`, `tile_search`: mappings) and `data.generator` (a mapping or null) are checked for their type only;
-their keys belong to the synthetic generator (pipeline/synth), which reads them; only the zoo's size grids are
-checked here (`check_generator_grids`).
+The `synthesize` group, the sections `featurize` shares with it and `data.generator` (per builder) are checked by
+pipeline/settings_synth.py.
 
 The choices (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) come from pipeline/choices.py, which the libraries
 that act on them import too, so loading a config imports neither torch nor any stage's library (every stage's DVC
@@ -27,12 +25,14 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
                               LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
-                              MODELS, VALID_METRICS, WORLD_SPREAD_CONSTANTS)
+                              MODELS, VALID_METRICS)
 from pipeline.errors import PipelineError
+from pipeline.settings_synth import (FEATURIZE_SEARCH, FEATURIZE_TILE_SEARCH, SYNTHESIZE, check_generator,
+                                     check_synthesize)
 from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
                                      Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
-from pipeline.tpugraphs.schema import NODE_FEAT_NAMES, SPLITS
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 # by-search gnn keys only layout models read (no tile entry)
 GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources", "layout_roles", "layout_padding")
@@ -66,20 +66,12 @@ SCHEMA = Group({
         "kind": Str(("synthetic", "tpugraphs")),
         "root": Optional(PATH),
         "collections": List(Str(COLLECTION_SLUGS), min_len=1),
-        "generator": AnyMapping(nullable=True),
+        "generator": AnyMapping(nullable=True),        # per builder: pipeline/settings_synth.py
         "synthesized_by": List(Str(SYNTH_BUILDERS)),   # dvc.yaml: synthesize@<builder>, once or not at all
     }),
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
-    "synthesize": Group({"noise": NON_NEGATIVE, "normalizer_noise": NON_NEGATIVE, "chunk_configs": COUNT,
-                         "workers": COUNT,                # processes building the programs (builder programs)
-                         "search": AnyMapping(), "layout_cost": AnyMapping(), "tile_cost": AnyMapping(),
-                         "tile_search": AnyMapping(),
-                         "world": Group({                  # constants drawn per program (pipeline/synth/worlds.py)
-                             "splits": List(Str(SPLITS)),
-                             "spread": Group({name: Float(low=1.0) for name in WORLD_SPREAD_CONSTANTS}),
-                             "placement_power": List(POSITIVE, min_len=2, unique=False),   # [low, high]: a rule
-                         })}),
+    "synthesize": SYNTHESIZE,
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
         "seed": Int(),
@@ -88,8 +80,8 @@ SCHEMA = Group({
         "tile_configs": COUNT,
         "max_config_nodes": Optional(COUNT),
         "chunk_configs": COUNT,
-        "search": AnyMapping(),                 # the layout searches' settings (pipeline/hlo/configs.py checks them)
-        "tile_search": AnyMapping(),            # tile candidates (pipeline/hlo/featurize.TileSearch)
+        "search": FEATURIZE_SEARCH,             # the layout searches' settings (pipeline/hlo/configs.py)
+        "tile_search": FEATURIZE_TILE_SEARCH,   # tile candidates (pipeline/featurizer/tile_configs.TileSearch)
     }),
     "prune": Group({
         "hops": BySearch(Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,))))),   # by search like gnn.lr
@@ -241,14 +233,8 @@ def validate(cfg: Mapping) -> None:
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
-    check_generator_grids(cfg["data"]["generator"])
-    check_placement_power(cfg["synthesize"]["world"]["placement_power"])
-
-
-def check_placement_power(power: Sequence[float]) -> None:
-    """synthesize.world.placement_power is a range: [low, high] with low <= high."""
-    if len(power) != 2 or power[0] > power[1]:
-        raise SettingsError("synthesize.world.placement_power", list(power), "[low, high] with low <= high")
+    check_generator(cfg["data"]["generator"])
+    check_synthesize(cfg["synthesize"])
 
 
 def check_ensemble_prefer(ensemble: Mapping) -> None:
@@ -316,20 +302,6 @@ def check_synthesized_by(data: Mapping) -> None:
     if list(data["synthesized_by"]) != expected:
         raise SettingsError("data.synthesized_by", data["synthesized_by"],
                             f"{expected} for data.kind={data['kind']} (dvc.yaml runs stage synthesize once per entry)")
-
-
-def check_generator_grids(generator: Mapping | None) -> None:
-    """The zoo's size grids (builder `programs`): `sizes` and the optional `tile_sizes` map grid names to mappings
-    {size key: [values]}, and `tile_sizes` only updates grids `sizes` has (pipeline/synth/programs.py)."""
-    if not isinstance(generator, Mapping) or generator.get("builder") != "programs":
-        return
-    for key, grids in (("sizes", generator.get("sizes")), ("tile_sizes", generator.get("tile_sizes") or {})):
-        if not isinstance(grids, Mapping) or not all(isinstance(g, Mapping) for g in grids.values()):
-            raise SettingsError(f"data.generator.{key}", grids,
-                                "a mapping of grids {train|test: {batch: [...], ...}}")
-    unknown = sorted(set(generator.get("tile_sizes") or {}) - set(generator["sizes"]))
-    if unknown:
-        raise SettingsError("data.generator.tile_sizes", unknown, f"grids among {sorted(generator['sizes'])}")
 
 
 def spec_at(dotted: str):

@@ -125,13 +125,18 @@ class List:
     item: Any
     min_len: int = 0
     unique: bool = True
+    max_len: int | None = None      # None: any length (min_len == max_len: exactly that many)
 
     def describe(self) -> str:
-        size = f"at least {self.min_len} " if self.min_len else ""
+        if self.max_len is not None:
+            size = f"{self.min_len} " if self.min_len == self.max_len else f"{self.min_len} to {self.max_len} "
+        else:
+            size = f"at least {self.min_len} " if self.min_len else ""
         return f"a list of {size}{'distinct ' if self.unique else ''}items, each {self.item.describe()}"
 
     def check(self, value, key: str) -> None:
-        if not isinstance(value, (list, tuple)) or len(value) < self.min_len:
+        if not isinstance(value, (list, tuple)) or len(value) < self.min_len or (
+                self.max_len is not None and len(value) > self.max_len):
             raise SettingsError(key, value, self.describe())
         if self.unique and len({repr(v) for v in value}) != len(value):
             raise SettingsError(key, value, self.describe())
@@ -150,6 +155,27 @@ class AnyMapping:
     def check(self, value, key: str) -> None:
         if not (isinstance(value, Mapping) or (self.nullable and value is None)):
             raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Entries:
+    """A mapping whose keys are among `keys` (any of them may be left out; empty `keys`: any non-empty string), each
+    value `item` (e.g. data.generator.programs: {source: {split: count}})."""
+    item: Any
+    keys: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        among = f" among {list(self.keys)}" if self.keys else ""
+        return f"a mapping with keys{among}, each value {self.item.describe()}"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, Mapping):
+            raise SettingsError(key, value, self.describe())
+        for name, item in value.items():
+            if not isinstance(name, str) or not name.strip() or (self.keys and name not in self.keys):
+                raise SettingsError(f"{key}.{name}", item, f"a key among {list(self.keys)}" if self.keys else
+                                    "a non-empty string key")
+            self.item.check(item, f"{key}.{name}")
 
 
 @dataclass(frozen=True)
@@ -181,8 +207,10 @@ class BySearch:
 
 @dataclass(frozen=True)
 class Group:
-    """A mapping with exactly these keys (unknown keys refused with the closest known one)."""
+    """A mapping with exactly these keys (unknown keys refused with the closest known one); those of `optional` may be
+    left out."""
     fields: dict = field(default_factory=dict)
+    optional: frozenset = frozenset()
 
     def describe(self) -> str:
         return f"a mapping with keys {sorted(self.fields)}"
@@ -195,6 +223,8 @@ class Group:
             if name not in self.fields:
                 raise unknown_key(f"{prefix}{name}", value[name], [f"{prefix}{f}" for f in self.fields])
         for name, spec in self.fields.items():
+            if name not in value and name in self.optional:
+                continue
             if name not in value:
                 raise SettingsError(f"{prefix}{name}", "<missing>", spec.describe())
             spec.check(value[name], f"{prefix}{name}")

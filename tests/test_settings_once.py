@@ -19,8 +19,8 @@ from pipeline.settings_types import (AnyMapping, Bool, BySearch, Either, Float, 
                                      SettingsError, Str)
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG_LAYER = {"pipeline/settings_schema.py", "pipeline/settings_types.py", "pipeline/config.py",
-                "pipeline/selection.py"}       # what loads, composes and checks the configuration
+CONFIG_LAYER = {"pipeline/settings_schema.py", "pipeline/settings_synth.py", "pipeline/settings_types.py",
+                "pipeline/config.py", "pipeline/selection.py"}       # what loads, composes and checks the configuration
 ALLOWED = {                                     # (file, key named in a raise): why it is not a settings check
     ("pipeline/graphnet/train_loop.py", "gnn.resume"): "a checkpoint of another run (data); names the remedy",
     ("pipeline/graphnet/train_loop.py", "gnn.lr"): "training diverged (a runtime fault); names the remedy",
