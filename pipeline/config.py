@@ -320,12 +320,12 @@ def data_fingerprint(data: DictConfig) -> str:
 
 
 def check_data_root(cfg: DictConfig) -> None:
-    """Exit with one line when data.root names a folder that is not there (any preset but a generated one at
+    """Exit with one line when data.root names no folder (missing, or a file; any preset but a generated one at
     paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset or lacks a
     collection of data.collections (the line names the ones it holds), before DVC reads params.yaml (DVC itself
     would stop on the missing dependency, after removing outputs)."""
     generated = cfg.data.kind == "synthetic" and Path(cfg.data.root) == Path(cfg.paths.synthetic_dir)
-    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).exists():
+    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).is_dir():
         raise SystemExit(f"error: data.root={cfg.data.root}: no such folder (preset data={cfg.data.name}); set "
                          f"data.root=<an existing folder>, or the preset's root in conf/local/default.yaml")
     if cfg.data.kind != "tpugraphs":
@@ -372,9 +372,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
     check_data_root(cfg)
-    selection.write_selection(overrides, conf_dir)
-    if compose() != cfg:
-        raise RuntimeError(f"{selection.selection_file(conf_dir)} does not compose to what {overrides} did")
+    try:
+        selection.keep_selection(overrides, conf_dir, lambda: compose() == cfg)
+    except SettingsError as error:
+        raise SystemExit(f"error: {error}") from None
     write_params(cfg)
     if overrides:
         print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: {' '.join(overrides)})")
