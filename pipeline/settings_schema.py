@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -41,6 +42,8 @@ LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.trai
 COLLECTION_SLUGS = tuple(c.slug for c in COLLECTIONS)   # data.collections: dvc.yaml's foreach items name folders
 COLLECTION_NAMES = COLLECTION_SLUGS + tuple(c.name for c in COLLECTIONS)   # tools also take 'layout:xla:random'
 
+WHOLE_DIR = "synthetic_dir"                             # the paths.* folder a stage replaces whole
+SAME_LAYOUT = ("models_dir", "predictions_dir")         # paths.* folders laid out alike: <model>/<collection>/
 COUNT = Int(low=1)
 FRACTION = Float(low=0.0, high=1.0)
 PROBABILITY = Float(low=0.0, high=1.0, high_open=True)
@@ -233,8 +236,26 @@ def validate(cfg: Mapping) -> None:
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
+    check_paths(cfg["paths"])
     check_generator(cfg["data"]["generator"])
     check_synthesize(cfg["synthesize"])
+
+
+def check_paths(paths: Mapping) -> None:
+    """paths.synthetic_dir is replaced whole by stage synthesize (and tracked whole by DVC): no other paths.* folder
+    may be it, hold it or lie inside it; paths.models_dir and paths.predictions_dir both hold <model>/<collection>
+    folders, so they differ."""
+    folder = {key: os.path.abspath(value) for key, value in paths.items()}
+    whole = folder[WHOLE_DIR]
+    for key, other in folder.items():
+        inside = os.path.commonpath([whole, other]) in (whole, other)
+        if key != WHOLE_DIR and inside:
+            raise SettingsError(f"paths.{key}", paths[key], f"a folder apart from paths.{WHOLE_DIR}="
+                                                            f"{paths[WHOLE_DIR]} (stage synthesize replaces that "
+                                                            f"folder whole): neither it, inside it nor holding it")
+    if folder[SAME_LAYOUT[0]] == folder[SAME_LAYOUT[1]]:
+        raise SettingsError(f"paths.{SAME_LAYOUT[1]}", paths[SAME_LAYOUT[1]],
+                            f"a folder other than paths.{SAME_LAYOUT[0]} (both hold <model>/<collection> folders)")
 
 
 def check_ensemble_prefer(ensemble: Mapping) -> None:
