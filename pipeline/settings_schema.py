@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from pipeline.choices import ENSEMBLE_TIE_BREAKS
+from pipeline.choices import C_INT_MAX, ENSEMBLE_TIE_BREAKS, LIGHTGBM_MAX_LEAVES
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
@@ -30,8 +30,8 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
 from pipeline.errors import PipelineError
 from pipeline.settings_synth import (FEATURIZE_SEARCH, FEATURIZE_TILE_SEARCH, SYNTHESIZE, check_generator,
                                      check_synthesize)
-from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
-                                     Optional, SettingsError, Str, unknown_key)
+from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, FileName, Float, Group, Int,
+                                     List, Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
@@ -45,6 +45,8 @@ COLLECTION_NAMES = COLLECTION_SLUGS + tuple(c.name for c in COLLECTIONS)   # too
 WHOLE_DIR = "synthetic_dir"                             # the paths.* folder a stage replaces whole
 SAME_LAYOUT = ("models_dir", "predictions_dir")         # paths.* folders laid out alike: <model>/<collection>/
 COUNT = Int(low=1)
+LGB_COUNT = Int(low=1, high=C_INT_MAX)                  # a LightGBM parameter (a C int)
+SEED = Int(low=0, high=C_INT_MAX)                       # the seeds LightGBM and torch take (LightGBM's: a C int)
 FRACTION = Float(low=0.0, high=1.0)
 PROBABILITY = Float(low=0.0, high=1.0, high_open=True)
 POSITIVE = Float(low=0.0, low_open=True)
@@ -57,7 +59,7 @@ LGBM_KIND = Group({
     "valid_configs_per_graph": Int(low=0),      # 0 = all
     "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
     "label_gain": Str(LGBM_LABEL_GAINS),
-    "lambdarank_truncation_level": COUNT,
+    "lambdarank_truncation_level": LGB_COUNT,
 })
 
 SCHEMA = Group({
@@ -77,7 +79,7 @@ SCHEMA = Group({
     "synthesize": SYNTHESIZE,
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
-        "seed": Int(),
+        "seed": Int(low=0),                     # numpy's SeedSequence takes no negative seed
         "collections": List(Str(COLLECTION_NAMES), min_len=1),
         "layout_configs": COUNT,
         "tile_configs": COUNT,
@@ -97,19 +99,19 @@ SCHEMA = Group({
     }),
     "heuristic": Group({"chunk_size": COUNT}),
     "lgbm": Group({
-        "num_leaves": Int(low=2),
+        "num_leaves": Int(low=2, high=LIGHTGBM_MAX_LEAVES),
         "learning_rate": POSITIVE,
-        "num_boost_round": COUNT,
-        "early_stopping_rounds": COUNT,
+        "num_boost_round": LGB_COUNT,
+        "early_stopping_rounds": LGB_COUNT,
         "eval_metric": Str(("score", "order", "ndcg")),
-        "eval_at": List(COUNT, min_len=1),
-        "min_data_in_leaf": Int(low=0),
+        "eval_at": List(LGB_COUNT, min_len=1),
+        "min_data_in_leaf": Int(low=0, high=C_INT_MAX),
         "feature_fraction": Float(low=0.0, high=1.0, low_open=True),
         "bagging_fraction": Float(low=0.0, high=1.0, low_open=True),
-        "bagging_freq": Int(low=0),
+        "bagging_freq": Int(low=0, high=C_INT_MAX),
         "lambda_l2": NON_NEGATIVE,
-        "max_bin": Int(low=2),
-        "num_threads": COUNT,
+        "max_bin": Int(low=2, high=C_INT_MAX),
+        "num_threads": LGB_COUNT,
         "max_query_rows": Int(low=2, high=LIGHTGBM_MAX_QUERY_ROWS),
         "feature_chunk": COUNT,
         "importance_top": COUNT,
@@ -147,7 +149,7 @@ SCHEMA = Group({
         "epochs": BySearch(COUNT),                # the budget; early stopping after `patience` epochs without gain
         "patience": COUNT,
         "min_delta": NON_NEGATIVE,
-        "seeds": List(Int(low=0), min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
+        "seeds": List(SEED, min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
         "steps_per_epoch": Optional(COUNT),
         "graphs_per_step": COUNT,
         "configs_per_graph": BySearch(Int(low=2)),
@@ -177,7 +179,8 @@ SCHEMA = Group({
                        "grid_step": Float(low=0.0, high=1.0, low_open=True),
                        "tolerance": NON_NEGATIVE,          # valid scores this close to the best tie
                        "prefer": Optional(Str(MODEL_STAGES))}),   # the member ties go to (one of members)
-    "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
+    "submit": Group({"model": Str(MODELS), "name": FileName(),    # <submissions_dir>/<name>.csv
+                     "tile_top_k": COUNT}),
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
     "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
         "model": Str(AUTOTUNE_MODELS),
@@ -187,7 +190,7 @@ SCHEMA = Group({
         "stage_budget": COUNT,
         "workers": COUNT,
         "out_dir": PATH,
-        "seed": Int(low=0),
+        "seed": SEED,
         "top_changes": Int(low=0),
         "search": Group({"algorithm": Str(AUTOTUNE_ALGORITHMS), "batch": COUNT, "population": COUNT,
                          "local_share": FRACTION, "mutation_extra": NON_NEGATIVE, "random_default_prob": PROBABILITY,
@@ -203,7 +206,7 @@ SCHEMA = Group({
                       "page_template": PATH, "vega_lite_version": Str(), "rank_model": Str(MODELS),
                       "rank_split": Str(("valid", "test"))}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
-    "seed": Int(low=0),
+    "seed": SEED,
 })
 
 

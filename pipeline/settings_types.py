@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline.errors import PipelineError
 
+SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
 
 
@@ -83,6 +85,19 @@ class Str:
 
     def check(self, value, key: str) -> None:
         if not isinstance(value, str) or not value.strip() or (self.choices and value not in self.choices):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class FileName(Str):
+    """The name of one file inside a folder a setting names (submit.name): no path separator, not `.` or `..`."""
+
+    def describe(self) -> str:
+        return "a file name (no '/', not '.' or '..')"
+
+    def check(self, value, key: str) -> None:
+        super().check(value, key)
+        if any(sep in value for sep in SEPARATORS) or value.strip() in (os.curdir, os.pardir):
             raise SettingsError(key, value, self.describe())
 
 
