@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
 import os
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -235,6 +236,7 @@ def validate(cfg: Mapping) -> None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
     check_ensemble_prefer(cfg["ensemble"])
+    check_grid_step(cfg["ensemble"]["grid_step"])
     check_joint_sources(gnn, list(cfg["data"]["collections"]))
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
@@ -266,6 +268,14 @@ def check_ensemble_prefer(ensemble: Mapping) -> None:
     prefer = ensemble["prefer"]
     if prefer is not None and prefer not in list(ensemble["members"]):
         raise SettingsError("ensemble.prefer", prefer, f"null or one of ensemble.members {list(ensemble['members'])}")
+
+
+def check_grid_step(step: float) -> None:
+    """ensemble.grid_step divides the weight 1 into whole ticks (pipeline/ensembling/blend.weight_grid rounds 1/step:
+    0.3 searched steps of 1/3, 0.7 the members alone)."""
+    ticks = 1 / step
+    if not math.isclose(ticks, round(ticks)):
+        raise SettingsError("ensemble.grid_step", step, "1/n for a whole number n (e.g. 0.5, 0.25, 0.2, 0.1)")
 
 
 def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
