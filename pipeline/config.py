@@ -31,7 +31,7 @@ from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
-from pipeline.files import write_text
+from pipeline.files import blocking_file, write_text
 from pipeline.overrides import check_repeated, split_overrides, value_flags
 
 CONF_DIR = "conf"
@@ -195,6 +195,7 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if args.cfg == "job":
         print(OmegaConf.to_yaml(cfg, resolve=True), end="")
         raise SystemExit(0)
+    check_output_paths(cfg)
     if overrides and dvc_outputs:
         print(ADHOC_NOTE, file=sys.stderr)
     exit_on_terminate()
@@ -347,6 +348,14 @@ def check_data_root(cfg: DictConfig) -> None:
                          f"the collections it holds: 'data.collections=[{present}]'")
 
 
+def check_output_paths(cfg: DictConfig) -> None:
+    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file, before any work."""
+    for key, found in ((key, blocking_file(cfg.paths[key])) for key in STAGE_OUTPUT_PATHS):
+        if found is not None:
+            raise SystemExit(f"error: paths.{key}={cfg.paths[key]}: {found} is a file; expected a folder, or a "
+                             f"path where one can be made")
+
+
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
     """Write cfg to params.yaml the way DVC's Hydra integration does (resolved, no comments)."""
     write_text(OmegaConf.to_yaml(cfg, resolve=True), path)
@@ -374,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
     check_data_root(cfg)
+    check_output_paths(cfg)
     try:
         selection.keep_selection(overrides, conf_dir, lambda: compose() == cfg)
     except SettingsError as error:

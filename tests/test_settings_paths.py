@@ -62,3 +62,20 @@ def test_synthesize_replaces_its_own_dataset_or_an_empty_folder(tmp_path):
     (tmp_path / "built" / "stats.json").write_text("{}")
     for out in (tmp_path / "empty", tmp_path / "built", tmp_path / "absent"):
         synthesize.check_replaceable(out)
+
+
+@pytest.mark.parametrize("key", ["predictions_dir", "metrics_dir", "models_dir"])
+def test_an_output_folder_that_is_a_file_stops_a_stage_before_any_work(tmp_path, monkeypatch, key):
+    """stage heuristic wrote its predictions, then died on a NotADirectoryError traceback making its metrics."""
+    from pipeline import config, selection
+    from pipeline.config import stage_args
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for value in (afile, afile / "sub"):
+        with pytest.raises(SystemExit, match=rf"^error: paths.{key}={value}: {afile} is a file; expected a folder"):
+            stage_args("d", [f"paths.{key}={value}"], collection=False)
+    monkeypatch.setattr(selection, "keep_selection", lambda *a: pytest.fail("wrote the selection"))
+    monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
+    with pytest.raises(SystemExit, match=rf"^error: paths.{key}="):
+        config.main([f"paths.{key}={afile}"])
