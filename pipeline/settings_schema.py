@@ -42,10 +42,13 @@ LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.trai
 # a cross-key rule of `validate`)
 COLLECTION_SLUGS = tuple(c.slug for c in COLLECTIONS)   # data.collections: dvc.yaml's foreach items name folders
 COLLECTION_NAMES = COLLECTION_SLUGS + tuple(c.name for c in COLLECTIONS)   # tools also take 'layout:xla:random'
+KIND_NAMES = {kind: tuple(n for c in COLLECTIONS if c.kind == kind for n in (c.slug, c.name)) for kind in ("tile",
+                                                                                                        "layout")}
 
 WHOLE_DIR = "synthetic_dir"                             # the paths.* folder a stage replaces whole
 SAME_LAYOUT = ("models_dir", "predictions_dir")         # paths.* folders laid out alike: <model>/<collection>/
 COUNT = Int(low=1)
+SAMPLED = Either((Int(low=0, high=0), Int(low=2)))      # configurations sampled per graph: 0 (all), or 2 to rank
 LGB_COUNT = Int(low=1, high=C_INT_MAX)                  # a LightGBM parameter (a C int)
 SEED = Int(low=0, high=C_INT_MAX)                       # the seeds LightGBM and torch take (LightGBM's: a C int)
 FRACTION = Float(low=0.0, high=1.0)
@@ -56,8 +59,8 @@ PATH = Str()
 
 LGBM_KIND = Group({
     "objective": Str(LGBM_OBJECTIVES),
-    "configs_per_graph": Int(low=0),            # 0 = all
-    "valid_configs_per_graph": Int(low=0),      # 0 = all
+    "configs_per_graph": SAMPLED,               # 0 = all
+    "valid_configs_per_graph": SAMPLED,         # 0 = all
     "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
     "label_gain": Str(LGBM_LABEL_GAINS),
     "lambdarank_truncation_level": LGB_COUNT,
@@ -185,8 +188,8 @@ SCHEMA = Group({
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
     "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
         "model": Str(AUTOTUNE_MODELS),
-        "collection": Str(COLLECTION_NAMES),
-        "tile_collection": Str(COLLECTION_NAMES),
+        "collection": Str(KIND_NAMES["layout"]),          # a layout model searches layouts
+        "tile_collection": Str(KIND_NAMES["tile"]),
         "budget": COUNT,
         "stage_budget": COUNT,
         "workers": COUNT,
@@ -236,6 +239,9 @@ def validate(cfg: Mapping) -> None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
     check_ensemble_prefer(cfg["ensemble"])
+    if len({name.replace(":", "-") for name in cfg["featurize"]["collections"]}) < len(cfg["featurize"]["collections"]):
+        raise SettingsError("featurize.collections", cfg["featurize"]["collections"], "distinct collections (a slug "
+                                                                                      "and its name are the same one)")
     check_grid_step(cfg["ensemble"]["grid_step"])
     check_joint_sources(gnn, list(cfg["data"]["collections"]))
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])

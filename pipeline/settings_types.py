@@ -32,6 +32,8 @@ class Int:
     high: int | None = None
 
     def describe(self) -> str:
+        if self.low is not None and self.low == self.high:
+            return f"{self.low}"
         bounds = [f">= {self.low}" if self.low is not None else "", f"<= {self.high}" if self.high is not None else ""]
         return " and ".join(["an integer"] + [b for b in bounds if b]).replace("integer and", "integer")
 

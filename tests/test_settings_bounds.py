@@ -33,3 +33,23 @@ def test_a_value_past_a_library_limit_is_refused(override, key):
                                       "featurize.seed=7"])
 def test_the_largest_values_the_libraries_take_still_load(override):
     compose([override], with_selection=False)
+
+
+@pytest.mark.parametrize("override, key", [
+    ("lgbm.tile.configs_per_graph=1", "lgbm.tile.configs_per_graph"),          # one row per query: nothing to rank
+    ("lgbm.layout.valid_configs_per_graph=1", "lgbm.layout.valid_configs_per_graph"),
+    ("featurize.collections=[layout-xla-random,layout:xla:random]", "featurize.collections"),   # the same one twice
+    ("autotune.collection=tile-xla", "autotune.collection"),                  # written to params.yaml, refused later
+    ("autotune.tile_collection=layout-xla-random", "autotune.tile_collection"),
+])
+def test_a_value_a_stage_cannot_use_is_refused_when_the_config_loads(override, key):
+    with pytest.raises(SettingsError) as error:
+        compose([override], with_selection=False)
+    assert error.value.key == key
+
+
+@pytest.mark.parametrize("override", ["lgbm.tile.configs_per_graph=0", "lgbm.tile.configs_per_graph=2",
+                                      "autotune.collection=layout:nlp:default", "autotune.tile_collection=tile:xla",
+                                      "featurize.collections=[layout-xla-random,layout:xla:default]"])
+def test_the_values_they_use_still_load(override):
+    compose([override], with_selection=False)
