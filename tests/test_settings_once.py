@@ -36,6 +36,8 @@ ALLOWED |= {
     ("pipeline/graphnet/losses.py", "gnn.min_gap"): "the same message: what the remedy falls back to",
     ("pipeline/graphnet/segments.py", "gst.segmentation"): "a graph without node_splits (data)",
     ("pipeline/lgbm_model/train.py", "lgbm.min_data_in_leaf"): "no feature splits the train rows (data); the remedy",
+    ("pipeline/predict.py", "predict.run_dir"): "the folder cannot be written (the system); names where it writes",
+    ("pipeline/tuning/tool.py", "autotune.out_dir"): "the folder cannot be written (the system); names where it writes",
 }
 for key in ("checkpoints_dir", "metrics_dir", "models_dir", "multirun_dir", "plots_dir", "predictions_dir",
             "pruned_dir", "submissions_dir", "synthetic_dir", "tpugraphs_dir"):    # `--out` inside `paths.{key}`
