@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pipeline.errors import PipelineError
+from pipeline.errors import ECHO_CHARS, ELLIPSIS, PipelineError, shortened
 
 SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
@@ -23,7 +23,7 @@ class SettingsError(PipelineError):
 
     def __init__(self, key: str, value: Any, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"setting {key}={value!r}: expected {allowed}")
+        super().__init__(f"setting {key}={shortened(value)}: expected {allowed}")   # a 5 KB value: 80 characters
 
 
 @dataclass(frozen=True)
@@ -250,5 +250,8 @@ class Group:
 def unknown_key(key: str, value, known: list[str]) -> SettingsError:
     """The error for a key no code reads, naming the closest known key."""
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(known)}"
+    parent = key.rpartition(".")[0]                 # the keys beside it, not every key of the schema
+    here = [k for k in known if k.rpartition(".")[0] == parent] or {k.split(".")[0] for k in known}
+    hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(here)}"
+    key = key if len(key) <= ECHO_CHARS else key[:ECHO_CHARS - len(ELLIPSIS)] + ELLIPSIS   # a user's 5 KB key
     return SettingsError(key, value, f"a known key (no code reads this one); {hint}")

@@ -35,3 +35,12 @@ def test_a_key_set_twice_on_a_command_line_is_refused(overrides, monkeypatch):
 def test_the_same_value_twice_is_no_conflict():
     from pipeline.overrides import check_repeated
     check_repeated(["gnn.hidden=64", "gnn.hidden=64", "gnn.lr=0.1"])
+
+
+@pytest.mark.parametrize("override", ["gnn.hidden=" + "x" * 5000, "gnn." + "x" * 5000 + "=1",
+                                      "submit.name=a/" + "x" * 5000])
+def test_a_very_long_bad_value_or_key_gives_a_short_line(override):
+    """The line echoed the whole value (5 KB; 12 KB for an unknown key, with every key of the schema)."""
+    with pytest.raises(SettingsError) as error:
+        compose([override], with_selection=False)
+    assert len(str(error.value)) < 1200 and "\n" not in str(error.value)
