@@ -6,8 +6,7 @@ params.yaml alone. `python -m pipeline.config [overrides]` keeps its overrides a
 (pipeline/selection.py), which every composition includes, and regenerates params.yaml from it.
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
-one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
-turn that error into a one-line message and, through `pipeline.errors.run_main`, exit status 2 without a traceback.
+one line naming the key, the value and what is allowed); `stage_args` and `main` exit on it with status 2.
 """
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 import yaml
 from yaml import YAMLError
@@ -83,11 +82,8 @@ def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_se
         raise hydra_error(error, overrides) from None
     except (YAMLError, UnicodeDecodeError) as error:
         raise unreadable_conf(error, conf_dir) from None
-    check_global_package(cfg, conf_dir)
+    selection.check_optional_groups(cfg, conf_dir)
     return checked(cfg)
-
-
-OPTIONAL_GROUPS = ("local", selection.GROUP)     # conf/config.yaml's `optional` groups: files a user writes
 
 
 def unreadable_conf(error: Exception, conf_dir: Path) -> SettingsError:
@@ -98,21 +94,6 @@ def unreadable_conf(error: Exception, conf_dir: Path) -> SettingsError:
         except (YAMLError, UnicodeDecodeError) as found:
             return SettingsError(str(path), "<unreadable>", f"UTF-8 YAML text ({first_line(found)})")
     return SettingsError(str(conf_dir), "<unreadable>", f"UTF-8 YAML text ({first_line(error)})")
-
-
-def check_global_package(cfg: DictConfig, conf_dir: Path) -> None:
-    """An optional group's file (conf/local/default.yaml, the selection) without `# @package _global_` as its first
-    line lands under its group's key instead of the root: refused naming the file, not as an unknown key (an
-    empty file, which sets nothing, is dropped)."""
-    for group in OPTIONAL_GROUPS:
-        if group in cfg and not cfg[group]:
-            with open_dict(cfg):
-                del cfg[group]
-        elif group in cfg:
-            files = sorted(str(p) for p in (conf_dir / group).glob("*.yaml") if "example" not in p.stem)
-            raise SettingsError(", ".join(files) or f"conf/{group}", OmegaConf.to_container(cfg[group]),
-                                "'# @package _global_' as the first line (as in conf/local/example.yaml), then "
-                                "top-level groups such as gnn: {num_threads: 2}")
 
 
 def hydra_error(error: Exception, overrides: Sequence[str]) -> SettingsError:

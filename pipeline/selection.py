@@ -13,9 +13,10 @@ params.yaml (a test checks that the two agree).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
-from omegaconf import OmegaConf
+import yaml
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from pipeline.files import remove, write_text
 from pipeline.settings_types import SettingsError
@@ -103,3 +104,26 @@ def read_selection(conf_dir: Path) -> str:
         return ""
     first = path.read_text().splitlines()[1]
     return first.partition("python -m pipeline.config")[2].partition("`")[0].strip()
+
+
+OPTIONAL_GROUPS = ("local", GROUP)     # conf/config.yaml's `optional` groups: files a user writes
+
+
+def check_optional_groups(cfg: DictConfig, conf_dir: Path) -> None:
+    """An optional group's file (conf/local/default.yaml, the selection) without `# @package _global_` as its first
+    line lands under its group's key instead of the root: refused naming the file, not as an unknown key (an
+    empty file, which sets nothing, is dropped); so is a defaults list in conf/local/default.yaml."""
+    for group in OPTIONAL_GROUPS:
+        if group in cfg and not cfg[group]:
+            with open_dict(cfg):
+                del cfg[group]
+        elif group in cfg:
+            files = sorted(str(p) for p in (conf_dir / group).glob("*.yaml") if "example" not in p.stem)
+            raise SettingsError(", ".join(files) or f"conf/{group}", OmegaConf.to_container(cfg[group]),
+                                "'# @package _global_' as the first line (as in conf/local/example.yaml), then "
+                                "top-level groups such as gnn: {num_threads: 2}")
+    local = conf_dir / OPTIONAL_GROUPS[0] / "default.yaml"     # machine settings: a preset there would go unseen
+    body = yaml.safe_load(local.read_text(encoding="utf-8")) if local.is_file() else None
+    if isinstance(body, Mapping) and "defaults" in body:
+        raise SettingsError(str(local), body["defaults"], "machine settings only, no defaults list (a preset is "
+                                                          "chosen by `python -m pipeline.config data=...`)")

@@ -68,3 +68,16 @@ def test_keep_selection_puts_the_previous_selection_back_when_it_does_not_compos
             selection.keep_selection(["gnn.hidden=8"], conf, composes)
         path = selection.selection_file(conf)
         assert (path.read_text() if path.is_file() else None) == before
+
+
+def test_a_preset_chosen_in_the_machine_settings_is_refused(repo):
+    """conf/local/default.yaml holds machine settings only; a defaults list there chose the preset unseen (rc 0,
+    params.yaml rewritten with data=programs_ci while the selection said nothing)."""
+    local = repo / "conf" / "local" / "default.yaml"
+    local.write_text("# @package _global_\ndefaults:\n  - override /data: programs_ci\n")
+    before = files(repo)
+    result = config(repo)
+    assert result.returncode == 2 and "expected machine settings only, no defaults list" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and files(repo) == before
+    local.write_text("# @package _global_\ngnn:\n  num_threads: 1\n")
+    assert config(repo).returncode == 0
