@@ -31,7 +31,7 @@ from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
 from pipeline.files import blocking_file, write_text
-from pipeline.overrides import check_repeated, split_overrides, value_flags
+from pipeline.overrides import split_overrides, value_flags
 
 CONF_DIR = "conf"
 CONFIG_NAME = "config"
@@ -165,7 +165,6 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
         add_flags(parser)
     overrides, rest = split_overrides(argv, value_flags(parser))
     args = parser.parse_args(rest)
-    check_repeated(overrides)
     if collection and args.collection is not None:
         from pipeline.tpugraphs.dataset import Collection
         try:
@@ -353,7 +352,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cfg", choices=["job"], default=None,
                         help="print the params.yaml these overrides would write (a new selection), write nothing")
     args = parser.parse_args(rest)
-    check_repeated(overrides)
     conf_dir = repo_root() / CONF_DIR
     try:
         if args.cfg == "job":                  # what the same command would write: the overrides replace the selection

@@ -23,7 +23,7 @@ from typing import Sequence
 from pipeline.errors import run_main
 from pipeline.files import output_error
 from pipeline.config import load_cfg, module_prog, stage_output_key
-from pipeline.overrides import check_repeated, split_overrides, value_flags
+from pipeline.overrides import split_overrides, value_flags
 from pipeline.featurizer.dataset import featurize
 from pipeline.hlo.featurize import HloParseError
 from pipeline.settings.featurize import featurize_settings
@@ -38,7 +38,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")
     overrides, rest = split_overrides(argv, value_flags(parser))
     args = parser.parse_args(rest)
-    check_repeated(overrides)
     cfg = load_cfg(overrides)
     if "featurize" not in cfg:
         raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "

@@ -41,14 +41,3 @@ def value_flags(parser: argparse.ArgumentParser) -> set[str]:
     """The option strings of `parser` that take a value (`--out`, `--budget`; not `--builtin`, `--help`)."""
     return {flag for action in parser._actions for flag in action.option_strings if action.nargs != 0}
 
-
-def check_repeated(overrides: Sequence[str]) -> None:
-    """Refuse a key a command line sets twice to different values (Hydra keeps the last one and drops the first
-    without a word): SystemExit naming the key and both values."""
-    seen: dict[str, str] = {}
-    for override in overrides:
-        key, _, value = override.lstrip("+").partition("=")
-        if key in seen and seen[key] != value:
-            raise SystemExit(f"error: {key} given twice ({key}={seen[key]} and {key}={value}): expected each key "
-                             f"once on a command line")
-        seen.setdefault(key, value)
