@@ -29,9 +29,12 @@ LGBM_LAYOUT_REFERENCES = ("none", "default", "both")  # pipeline.features.table:
 LGBM_OBJECTIVES = ("lambdarank", "rank_xendcg", "pairwise")   # pipeline.lgbm_model.train
 LGBM_LABEL_GAINS = ("linear", "exponential")          # pipeline.lgbm_model.train
 LIGHTGBM_MAX_QUERY_ROWS = 10000     # LightGBM: "Number of rows ... exceeds upper limit of 10000 for a query"
+LIGHTGBM_MAX_LEAVES = 131072       # LightGBM: "Check failed: (num_leaves) <= (131072)"
+C_INT_MAX = 2**31 - 1               # LightGBM's integer parameters (and its seed) are C ints
 LIGHTGBM_XENDCG_GRADES = 31         # rank_xendcg's gain 2^label is an int: labels 0..30 (pipeline.lgbm_model.train)
 ENSEMBLE_WEIGHTINGS = ("grid", "equal")               # pipeline.ensembling.blend
 ENSEMBLE_TIE_BREAKS = ("even", "order")               # pipeline.ensembling.blend.choose_weights
+ZOO_DTYPES = ("f32", "bf16")                         # pipeline.zoo.common.DTYPES: a size grid's dtypes
 SYNTH_BUILDERS = ("programs", "templates")            # pipeline.synthesize: the program zoo, the template generator
 AUTOTUNE_MODELS = ("ensemble", "gnn", "lgbm")         # pipeline.tuning.scorers: the guides a search can use
 AUTOTUNE_ALGORITHMS = ("evolution", "local", "coordinate", "random")   # pipeline.tuning.search

@@ -6,8 +6,7 @@ params.yaml alone. `python -m pipeline.config [overrides]` keeps its overrides a
 (pipeline/selection.py), which every composition includes, and regenerates params.yaml from it.
 
 Either way the configuration is checked against pipeline/settings_schema.py before it is returned (SettingsError:
-one line naming the key, the value and what is allowed); the command-line entry points (`stage_args`, `main`)
-turn that error into a one-line message and, through `pipeline.errors.run_main`, exit status 2 without a traceback.
+one line naming the key, the value and what is allowed); `stage_args` and `main` exit on it with status 2.
 """
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 import yaml
 from yaml import YAMLError
@@ -31,7 +30,7 @@ from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
-from pipeline.files import write_text
+from pipeline.files import blocking_file, write_text
 from pipeline.overrides import split_overrides, value_flags
 
 CONF_DIR = "conf"
@@ -83,11 +82,8 @@ def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_se
         raise hydra_error(error, overrides) from None
     except (YAMLError, UnicodeDecodeError) as error:
         raise unreadable_conf(error, conf_dir) from None
-    check_global_package(cfg, conf_dir)
+    selection.check_optional_groups(cfg, conf_dir)
     return checked(cfg)
-
-
-OPTIONAL_GROUPS = ("local", selection.GROUP)     # conf/config.yaml's `optional` groups: files a user writes
 
 
 def unreadable_conf(error: Exception, conf_dir: Path) -> SettingsError:
@@ -98,21 +94,6 @@ def unreadable_conf(error: Exception, conf_dir: Path) -> SettingsError:
         except (YAMLError, UnicodeDecodeError) as found:
             return SettingsError(str(path), "<unreadable>", f"UTF-8 YAML text ({first_line(found)})")
     return SettingsError(str(conf_dir), "<unreadable>", f"UTF-8 YAML text ({first_line(error)})")
-
-
-def check_global_package(cfg: DictConfig, conf_dir: Path) -> None:
-    """An optional group's file (conf/local/default.yaml, the selection) without `# @package _global_` as its first
-    line lands under its group's key instead of the root: refused naming the file, not as an unknown key (an
-    empty file, which sets nothing, is dropped)."""
-    for group in OPTIONAL_GROUPS:
-        if group in cfg and not cfg[group]:
-            with open_dict(cfg):
-                del cfg[group]
-        elif group in cfg:
-            files = sorted(str(p) for p in (conf_dir / group).glob("*.yaml") if "example" not in p.stem)
-            raise SettingsError(", ".join(files) or f"conf/{group}", OmegaConf.to_container(cfg[group]),
-                                "'# @package _global_' as the first line (as in conf/local/example.yaml), then "
-                                "top-level groups such as gnn: {num_threads: 2}")
 
 
 def hydra_error(error: Exception, overrides: Sequence[str]) -> SettingsError:
@@ -194,6 +175,7 @@ def stage_args(description: str, argv: Sequence[str] | None = None, collection: 
     if args.cfg == "job":
         print(OmegaConf.to_yaml(cfg, resolve=True), end="")
         raise SystemExit(0)
+    check_output_paths(cfg)
     if overrides and dvc_outputs:
         print(ADHOC_NOTE, file=sys.stderr)
     exit_on_terminate()
@@ -320,12 +302,12 @@ def data_fingerprint(data: DictConfig) -> str:
 
 
 def check_data_root(cfg: DictConfig) -> None:
-    """Exit with one line when data.root names a folder that is not there (any preset but a generated one at
+    """Exit with one line when data.root names no folder (missing, or a file; any preset but a generated one at
     paths.synthetic_dir, which its synthesize stage writes) or, for data=tpugraphs, holds no dataset or lacks a
     collection of data.collections (the line names the ones it holds), before DVC reads params.yaml (DVC itself
     would stop on the missing dependency, after removing outputs)."""
     generated = cfg.data.kind == "synthetic" and Path(cfg.data.root) == Path(cfg.paths.synthetic_dir)
-    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).exists():
+    if cfg.data.kind != "tpugraphs" and not generated and not Path(cfg.data.root).is_dir():
         raise SystemExit(f"error: data.root={cfg.data.root}: no such folder (preset data={cfg.data.name}); set "
                          f"data.root=<an existing folder>, or the preset's root in conf/local/default.yaml")
     if cfg.data.kind != "tpugraphs":
@@ -344,6 +326,14 @@ def check_data_root(cfg: DictConfig) -> None:
         present = ",".join(c.slug for c in chosen if c.slug not in missing)
         raise SystemExit(f"error: data.root={cfg.data.root}: no {', '.join(missing)} folder(s) under {root}; name "
                          f"the collections it holds: 'data.collections=[{present}]'")
+
+
+def check_output_paths(cfg: DictConfig) -> None:
+    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file, before any work."""
+    for key, found in ((key, blocking_file(cfg.paths[key])) for key in STAGE_OUTPUT_PATHS):
+        if found is not None:
+            raise SystemExit(f"error: paths.{key}={cfg.paths[key]}: {found} is a file; expected a folder, or a "
+                             f"path where one can be made")
 
 
 def write_params(cfg: DictConfig, path: Path | str = PARAMS_FILE) -> None:
@@ -372,9 +362,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     except SettingsError as error:
         raise SystemExit(f"error: {error}") from None
     check_data_root(cfg)
-    selection.write_selection(overrides, conf_dir)
-    if compose() != cfg:
-        raise RuntimeError(f"{selection.selection_file(conf_dir)} does not compose to what {overrides} did")
+    check_output_paths(cfg)
+    try:
+        selection.keep_selection(overrides, conf_dir, lambda: compose() == cfg)
+    except SettingsError as error:
+        raise SystemExit(f"error: {error}") from None
     write_params(cfg)
     if overrides:
         print(f"wrote {PARAMS_FILE} and {selection.selection_file(CONF_DIR)} (selection: {' '.join(overrides)})")

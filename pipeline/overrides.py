@@ -40,3 +40,4 @@ def split_overrides(argv: Sequence[str], value_flags: Collection[str] = ()) -> t
 def value_flags(parser: argparse.ArgumentParser) -> set[str]:
     """The option strings of `parser` that take a value (`--out`, `--budget`; not `--builtin`, `--help`)."""
     return {flag for action in parser._actions for flag in action.option_strings if action.nargs != 0}
+

@@ -5,10 +5,8 @@ raises `SettingsError` with one line naming the key, the value and what is allow
 with the closest known key (difflib). `check_overrides` does the same for `key=value` / `group=option` overrides
 before Hydra composes them, so a mistyped key gets that hint instead of Hydra's traceback.
 
-Permissive on purpose: the model constants and search settings under `synthesize` (`search`, `layout_cost`,
-`tile_cost`, `tile_search`: mappings) and `data.generator` (a mapping or null) are checked for their type only;
-their keys belong to the synthetic generator (pipeline/synth), which reads them; only the zoo's size grids are
-checked here (`check_generator_grids`).
+The `synthesize` group, the sections `featurize` shares with it and `data.generator` (per builder) are checked by
+pipeline/settings_synth.py.
 
 The choices (gnn.norm, gnn.loss, prune.dedup, lgbm.features ...) come from pipeline/choices.py, which the libraries
 that act on them import too, so loading a config imports neither torch nor any stage's library (every stage's DVC
@@ -18,21 +16,25 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
+import os
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from pipeline.choices import ENSEMBLE_TIE_BREAKS
+from pipeline.choices import C_INT_MAX, ENSEMBLE_TIE_BREAKS, LIGHTGBM_MAX_LEAVES
 from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_MIXERS, GNN_MODES, GNN_NORMS,
                               GNN_REDUCTIONS, GNN_SCHEDULES, GST_SEGMENTATIONS, LGBM_FEATURE_GROUPS, LGBM_LABEL_GAINS,
                               LGBM_LAYOUT_REFERENCES, LGBM_NODE_STATS, LGBM_OBJECTIVES, LIGHTGBM_MAX_QUERY_ROWS,
                               LIGHTGBM_XENDCG_GRADES, PRUNE_DEDUP_MODES,
                               PRUNE_WHOLE_GRAPH, SYNTH_BUILDERS, AUTOTUNE_MODELS, AUTOTUNE_ALGORITHMS, MODEL_STAGES,
-                              MODELS, VALID_METRICS, WORLD_SPREAD_CONSTANTS)
+                              MODELS, VALID_METRICS)
 from pipeline.errors import PipelineError
-from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, Float, Group, Int, List,
-                                     Optional, SettingsError, Str, unknown_key)
+from pipeline.settings_synth import (FEATURIZE_SEARCH, FEATURIZE_TILE_SEARCH, SYNTHESIZE, check_generator,
+                                     check_synthesize)
+from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, FileName, Float, Group, Int,
+                                     List, Optional, SettingsError, Str, unknown_key)
 from pipeline.tpugraphs.dataset import COLLECTIONS
-from pipeline.tpugraphs.schema import NODE_FEAT_NAMES, SPLITS
+from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 # by-search gnn keys only layout models read (no tile entry)
 GNN_LAYOUT_ONLY = ("node_reduce", "joint_sources", "layout_roles", "layout_padding")
@@ -40,8 +42,15 @@ LIGHTGBM_MAX_GRADES = LIGHTGBM_MAX_QUERY_ROWS         # pipeline.lgbm_model.trai
 # a cross-key rule of `validate`)
 COLLECTION_SLUGS = tuple(c.slug for c in COLLECTIONS)   # data.collections: dvc.yaml's foreach items name folders
 COLLECTION_NAMES = COLLECTION_SLUGS + tuple(c.name for c in COLLECTIONS)   # tools also take 'layout:xla:random'
+KIND_NAMES = {kind: tuple(n for c in COLLECTIONS if c.kind == kind for n in (c.slug, c.name)) for kind in ("tile",
+                                                                                                        "layout")}
 
+WHOLE_DIR = "synthetic_dir"                             # the paths.* folder a stage replaces whole
+SAME_LAYOUT = ("models_dir", "predictions_dir")         # paths.* folders laid out alike: <model>/<collection>/
 COUNT = Int(low=1)
+SAMPLED = Either((Int(low=0, high=0), Int(low=2)))      # configurations sampled per graph: 0 (all), or 2 to rank
+LGB_COUNT = Int(low=1, high=C_INT_MAX)                  # a LightGBM parameter (a C int)
+SEED = Int(low=0, high=C_INT_MAX)                       # the seeds LightGBM and torch take (LightGBM's: a C int)
 FRACTION = Float(low=0.0, high=1.0)
 PROBABILITY = Float(low=0.0, high=1.0, high_open=True)
 POSITIVE = Float(low=0.0, low_open=True)
@@ -50,11 +59,11 @@ PATH = Str()
 
 LGBM_KIND = Group({
     "objective": Str(LGBM_OBJECTIVES),
-    "configs_per_graph": Int(low=0),            # 0 = all
-    "valid_configs_per_graph": Int(low=0),      # 0 = all
+    "configs_per_graph": SAMPLED,               # 0 = all
+    "valid_configs_per_graph": SAMPLED,         # 0 = all
     "label_grades": Int(low=2, high=LIGHTGBM_MAX_GRADES),
     "label_gain": Str(LGBM_LABEL_GAINS),
-    "lambdarank_truncation_level": COUNT,
+    "lambdarank_truncation_level": LGB_COUNT,
 })
 
 SCHEMA = Group({
@@ -66,30 +75,22 @@ SCHEMA = Group({
         "kind": Str(("synthetic", "tpugraphs")),
         "root": Optional(PATH),
         "collections": List(Str(COLLECTION_SLUGS), min_len=1),
-        "generator": AnyMapping(nullable=True),
+        "generator": AnyMapping(nullable=True),        # per builder: pipeline/settings_synth.py
         "synthesized_by": List(Str(SYNTH_BUILDERS)),   # dvc.yaml: synthesize@<builder>, once or not at all
     }),
     "wandb": Group({"project": Str(), "entity": Optional(Str()), "mode": Str(("offline", "online", "disabled")),
                     "dir": PATH}),
-    "synthesize": Group({"noise": NON_NEGATIVE, "normalizer_noise": NON_NEGATIVE, "chunk_configs": COUNT,
-                         "workers": COUNT,                # processes building the programs (builder programs)
-                         "search": AnyMapping(), "layout_cost": AnyMapping(), "tile_cost": AnyMapping(),
-                         "tile_search": AnyMapping(),
-                         "world": Group({                  # constants drawn per program (pipeline/synth/worlds.py)
-                             "splits": List(Str(SPLITS)),
-                             "spread": Group({name: Float(low=1.0) for name in WORLD_SPREAD_CONSTANTS}),
-                             "placement_power": List(POSITIVE, min_len=2, unique=False),   # [low, high]: a rule
-                         })}),
+    "synthesize": SYNTHESIZE,
     "download": Group({"competition": Str(), "cli": Str()}),   # python -m pipeline.download (Kaggle's data)
     "featurize": Group({                        # python -m pipeline.featurize (a user's own HLO programs)
-        "seed": Int(),
+        "seed": Int(low=0),                     # numpy's SeedSequence takes no negative seed
         "collections": List(Str(COLLECTION_NAMES), min_len=1),
         "layout_configs": COUNT,
         "tile_configs": COUNT,
         "max_config_nodes": Optional(COUNT),
         "chunk_configs": COUNT,
-        "search": AnyMapping(),                 # the layout searches' settings (pipeline/hlo/configs.py checks them)
-        "tile_search": AnyMapping(),            # tile candidates (pipeline/hlo/featurize.TileSearch)
+        "search": FEATURIZE_SEARCH,             # the layout searches' settings (pipeline/hlo/configs.py)
+        "tile_search": FEATURIZE_TILE_SEARCH,   # tile candidates (pipeline/featurizer/tile_configs.TileSearch)
     }),
     "prune": Group({
         "hops": BySearch(Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,))))),   # by search like gnn.lr
@@ -102,19 +103,19 @@ SCHEMA = Group({
     }),
     "heuristic": Group({"chunk_size": COUNT}),
     "lgbm": Group({
-        "num_leaves": Int(low=2),
+        "num_leaves": Int(low=2, high=LIGHTGBM_MAX_LEAVES),
         "learning_rate": POSITIVE,
-        "num_boost_round": COUNT,
-        "early_stopping_rounds": COUNT,
+        "num_boost_round": LGB_COUNT,
+        "early_stopping_rounds": LGB_COUNT,
         "eval_metric": Str(("score", "order", "ndcg")),
-        "eval_at": List(COUNT, min_len=1),
-        "min_data_in_leaf": Int(low=0),
+        "eval_at": List(LGB_COUNT, min_len=1),
+        "min_data_in_leaf": Int(low=0, high=C_INT_MAX),
         "feature_fraction": Float(low=0.0, high=1.0, low_open=True),
         "bagging_fraction": Float(low=0.0, high=1.0, low_open=True),
-        "bagging_freq": Int(low=0),
+        "bagging_freq": Int(low=0, high=C_INT_MAX),
         "lambda_l2": NON_NEGATIVE,
-        "max_bin": Int(low=2),
-        "num_threads": COUNT,
+        "max_bin": Int(low=2, high=C_INT_MAX),
+        "num_threads": LGB_COUNT,
         "max_query_rows": Int(low=2, high=LIGHTGBM_MAX_QUERY_ROWS),
         "feature_chunk": COUNT,
         "importance_top": COUNT,
@@ -152,7 +153,7 @@ SCHEMA = Group({
         "epochs": BySearch(COUNT),                # the budget; early stopping after `patience` epochs without gain
         "patience": COUNT,
         "min_delta": NON_NEGATIVE,
-        "seeds": List(Int(low=0), min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
+        "seeds": List(SEED, min_len=1),     # one model per member seed (pipeline/graphnet/members.py)
         "steps_per_epoch": Optional(COUNT),
         "graphs_per_step": COUNT,
         "configs_per_graph": BySearch(Int(low=2)),
@@ -182,17 +183,18 @@ SCHEMA = Group({
                        "grid_step": Float(low=0.0, high=1.0, low_open=True),
                        "tolerance": NON_NEGATIVE,          # valid scores this close to the best tie
                        "prefer": Optional(Str(MODEL_STAGES))}),   # the member ties go to (one of members)
-    "submit": Group({"model": Str(MODELS), "name": Str(), "tile_top_k": COUNT}),
+    "submit": Group({"model": Str(MODELS), "name": FileName(),    # <submissions_dir>/<name>.csv
+                     "tile_top_k": COUNT}),
     "predict": Group({"model": Str(MODELS), "top": COUNT, "run_dir": PATH}),
     "autotune": Group({                         # python -m pipeline.autotune and stage autotune (pipeline/tuning)
         "model": Str(AUTOTUNE_MODELS),
-        "collection": Str(COLLECTION_NAMES),
-        "tile_collection": Str(COLLECTION_NAMES),
+        "collection": Str(KIND_NAMES["layout"]),          # a layout model searches layouts
+        "tile_collection": Str(KIND_NAMES["tile"]),
         "budget": COUNT,
         "stage_budget": COUNT,
         "workers": COUNT,
         "out_dir": PATH,
-        "seed": Int(low=0),
+        "seed": SEED,
         "top_changes": Int(low=0),
         "search": Group({"algorithm": Str(AUTOTUNE_ALGORITHMS), "batch": COUNT, "population": COUNT,
                          "local_share": FRACTION, "mutation_extra": NON_NEGATIVE, "random_default_prob": PROBABILITY,
@@ -208,7 +210,7 @@ SCHEMA = Group({
                       "page_template": PATH, "vega_lite_version": Str(), "rank_model": Str(MODELS),
                       "rank_split": Str(("valid", "test"))}),
     "evaluation": Group({"scatter_points_per_graph": Int(low=0)}),
-    "seed": Int(low=0),
+    "seed": SEED,
 })
 
 
@@ -237,18 +239,34 @@ def validate(cfg: Mapping) -> None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
     check_ensemble_prefer(cfg["ensemble"])
+    if len({name.replace(":", "-") for name in cfg["featurize"]["collections"]}) < len(cfg["featurize"]["collections"]):
+        raise SettingsError("featurize.collections", cfg["featurize"]["collections"], "distinct collections (a slug "
+                                                                                      "and its name are the same one)")
+    check_grid_step(cfg["ensemble"]["grid_step"])
     check_joint_sources(gnn, list(cfg["data"]["collections"]))
     check_log_columns(cfg["prune"]["normalize"]["log_columns"])
     check_label_grades(cfg["lgbm"])
     check_synthesized_by(cfg["data"])
-    check_generator_grids(cfg["data"]["generator"])
-    check_placement_power(cfg["synthesize"]["world"]["placement_power"])
+    check_paths(cfg["paths"])
+    check_generator(cfg["data"]["generator"])
+    check_synthesize(cfg["synthesize"])
 
 
-def check_placement_power(power: Sequence[float]) -> None:
-    """synthesize.world.placement_power is a range: [low, high] with low <= high."""
-    if len(power) != 2 or power[0] > power[1]:
-        raise SettingsError("synthesize.world.placement_power", list(power), "[low, high] with low <= high")
+def check_paths(paths: Mapping) -> None:
+    """paths.synthetic_dir is replaced whole by stage synthesize (and tracked whole by DVC): no other paths.* folder
+    may be it, hold it or lie inside it; paths.models_dir and paths.predictions_dir both hold <model>/<collection>
+    folders, so they differ."""
+    folder = {key: os.path.abspath(value) for key, value in paths.items()}
+    whole = folder[WHOLE_DIR]
+    for key, other in folder.items():
+        inside = os.path.commonpath([whole, other]) in (whole, other)
+        if key != WHOLE_DIR and inside:
+            raise SettingsError(f"paths.{key}", paths[key], f"a folder apart from paths.{WHOLE_DIR}="
+                                                            f"{paths[WHOLE_DIR]} (stage synthesize replaces that "
+                                                            f"folder whole): neither it, inside it nor holding it")
+    if folder[SAME_LAYOUT[0]] == folder[SAME_LAYOUT[1]]:
+        raise SettingsError(f"paths.{SAME_LAYOUT[1]}", paths[SAME_LAYOUT[1]],
+                            f"a folder other than paths.{SAME_LAYOUT[0]} (both hold <model>/<collection> folders)")
 
 
 def check_ensemble_prefer(ensemble: Mapping) -> None:
@@ -256,6 +274,14 @@ def check_ensemble_prefer(ensemble: Mapping) -> None:
     prefer = ensemble["prefer"]
     if prefer is not None and prefer not in list(ensemble["members"]):
         raise SettingsError("ensemble.prefer", prefer, f"null or one of ensemble.members {list(ensemble['members'])}")
+
+
+def check_grid_step(step: float) -> None:
+    """ensemble.grid_step divides the weight 1 into whole ticks (pipeline/ensembling/blend.weight_grid rounds 1/step:
+    0.3 searched steps of 1/3, 0.7 the members alone)."""
+    ticks = 1 / step
+    if not math.isclose(ticks, round(ticks)):
+        raise SettingsError("ensemble.grid_step", step, "1/n for a whole number n (e.g. 0.5, 0.25, 0.2, 0.1)")
 
 
 def check_gst_norm(gnn: Mapping, layout_searches: Sequence[str]) -> None:
@@ -316,20 +342,6 @@ def check_synthesized_by(data: Mapping) -> None:
     if list(data["synthesized_by"]) != expected:
         raise SettingsError("data.synthesized_by", data["synthesized_by"],
                             f"{expected} for data.kind={data['kind']} (dvc.yaml runs stage synthesize once per entry)")
-
-
-def check_generator_grids(generator: Mapping | None) -> None:
-    """The zoo's size grids (builder `programs`): `sizes` and the optional `tile_sizes` map grid names to mappings
-    {size key: [values]}, and `tile_sizes` only updates grids `sizes` has (pipeline/synth/programs.py)."""
-    if not isinstance(generator, Mapping) or generator.get("builder") != "programs":
-        return
-    for key, grids in (("sizes", generator.get("sizes")), ("tile_sizes", generator.get("tile_sizes") or {})):
-        if not isinstance(grids, Mapping) or not all(isinstance(g, Mapping) for g in grids.values()):
-            raise SettingsError(f"data.generator.{key}", grids,
-                                "a mapping of grids {train|test: {batch: [...], ...}}")
-    unknown = sorted(set(generator.get("tile_sizes") or {}) - set(generator["sizes"]))
-    if unknown:
-        raise SettingsError("data.generator.tile_sizes", unknown, f"grids among {sorted(generator['sizes'])}")
 
 
 def spec_at(dotted: str):

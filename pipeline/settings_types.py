@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pipeline.errors import PipelineError
+from pipeline.errors import ECHO_CHARS, ELLIPSIS, PipelineError, shortened
 
+SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
 
 
@@ -21,7 +23,7 @@ class SettingsError(PipelineError):
 
     def __init__(self, key: str, value: Any, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"setting {key}={value!r}: expected {allowed}")
+        super().__init__(f"setting {key}={shortened(value)}: expected {allowed}")   # a 5 KB value: 80 characters
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Int:
     high: int | None = None
 
     def describe(self) -> str:
+        if self.low is not None and self.low == self.high:
+            return f"{self.low}"
         bounds = [f">= {self.low}" if self.low is not None else "", f"<= {self.high}" if self.high is not None else ""]
         return " and ".join(["an integer"] + [b for b in bounds if b]).replace("integer and", "integer")
 
@@ -87,6 +91,19 @@ class Str:
 
 
 @dataclass(frozen=True)
+class FileName(Str):
+    """The name of one file inside a folder a setting names (submit.name): no path separator, not `.` or `..`."""
+
+    def describe(self) -> str:
+        return "a file name (no '/', not '.' or '..')"
+
+    def check(self, value, key: str) -> None:
+        super().check(value, key)
+        if any(sep in value for sep in SEPARATORS) or value.strip() in (os.curdir, os.pardir):
+            raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
 class Optional:
     inner: Any
 
@@ -125,13 +142,18 @@ class List:
     item: Any
     min_len: int = 0
     unique: bool = True
+    max_len: int | None = None      # None: any length (min_len == max_len: exactly that many)
 
     def describe(self) -> str:
-        size = f"at least {self.min_len} " if self.min_len else ""
+        if self.max_len is not None:
+            size = f"{self.min_len} " if self.min_len == self.max_len else f"{self.min_len} to {self.max_len} "
+        else:
+            size = f"at least {self.min_len} " if self.min_len else ""
         return f"a list of {size}{'distinct ' if self.unique else ''}items, each {self.item.describe()}"
 
     def check(self, value, key: str) -> None:
-        if not isinstance(value, (list, tuple)) or len(value) < self.min_len:
+        if not isinstance(value, (list, tuple)) or len(value) < self.min_len or (
+                self.max_len is not None and len(value) > self.max_len):
             raise SettingsError(key, value, self.describe())
         if self.unique and len({repr(v) for v in value}) != len(value):
             raise SettingsError(key, value, self.describe())
@@ -150,6 +172,27 @@ class AnyMapping:
     def check(self, value, key: str) -> None:
         if not (isinstance(value, Mapping) or (self.nullable and value is None)):
             raise SettingsError(key, value, self.describe())
+
+
+@dataclass(frozen=True)
+class Entries:
+    """A mapping whose keys are among `keys` (any of them may be left out; empty `keys`: any non-empty string), each
+    value `item` (e.g. data.generator.programs: {source: {split: count}})."""
+    item: Any
+    keys: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        among = f" among {list(self.keys)}" if self.keys else ""
+        return f"a mapping with keys{among}, each value {self.item.describe()}"
+
+    def check(self, value, key: str) -> None:
+        if not isinstance(value, Mapping):
+            raise SettingsError(key, value, self.describe())
+        for name, item in value.items():
+            if not isinstance(name, str) or not name.strip() or (self.keys and name not in self.keys):
+                raise SettingsError(f"{key}.{name}", item, f"a key among {list(self.keys)}" if self.keys else
+                                    "a non-empty string key")
+            self.item.check(item, f"{key}.{name}")
 
 
 @dataclass(frozen=True)
@@ -181,8 +224,10 @@ class BySearch:
 
 @dataclass(frozen=True)
 class Group:
-    """A mapping with exactly these keys (unknown keys refused with the closest known one)."""
+    """A mapping with exactly these keys (unknown keys refused with the closest known one); those of `optional` may be
+    left out."""
     fields: dict = field(default_factory=dict)
+    optional: frozenset = frozenset()
 
     def describe(self) -> str:
         return f"a mapping with keys {sorted(self.fields)}"
@@ -195,6 +240,8 @@ class Group:
             if name not in self.fields:
                 raise unknown_key(f"{prefix}{name}", value[name], [f"{prefix}{f}" for f in self.fields])
         for name, spec in self.fields.items():
+            if name not in value and name in self.optional:
+                continue
             if name not in value:
                 raise SettingsError(f"{prefix}{name}", "<missing>", spec.describe())
             spec.check(value[name], f"{prefix}{name}")
@@ -203,5 +250,8 @@ class Group:
 def unknown_key(key: str, value, known: list[str]) -> SettingsError:
     """The error for a key no code reads, naming the closest known key."""
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(known)}"
+    parent = key.rpartition(".")[0]                 # the keys beside it, not every key of the schema
+    here = [k for k in known if k.rpartition(".")[0] == parent] or {k.split(".")[0] for k in known}
+    hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(here)}"
+    key = key if len(key) <= ECHO_CHARS else key[:ECHO_CHARS - len(ELLIPSIS)] + ELLIPSIS   # a user's 5 KB key
     return SettingsError(key, value, f"a known key (no code reads this one); {hint}")

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from pipeline.errors import run_main
+from pipeline.errors import PipelineError, run_main
 from pipeline.choices import SYNTH_BUILDERS
 from pipeline.files import read_json
 from pipeline.config import stage_args
@@ -44,6 +44,7 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
     out = Path(cfg.paths.synthetic_dir)
     if cfg.data.kind != "synthetic":
         raise ValueError(not_generated(cfg))
+    check_replaceable(out)
     generator, collections = cfg.data.generator, list(cfg.data.collections)
     builders = {      # BUILDERS (the schema checked data.generator.builder through data.synthesized_by)
         PROGRAMS: lambda: programs.build(program_settings(generator, cfg.synthesize), collections,
@@ -51,6 +52,16 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
         TEMPLATES: lambda: synthesize(template_settings(generator, cfg.synthesize), collections, out,
                                       progress=progress)}
     return builders[generator.builder]()
+
+
+def check_replaceable(out: Path) -> None:
+    """The dataset replaces paths.synthetic_dir whole: a file there, or a folder holding anything but a dataset this
+    stage built (its stats.json), is refused in one line before any work (`paths.synthetic_dir=pipeline` would have deleted
+    the source code once the dataset was built)."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / STATS_FILE).is_file())):
+        raise PipelineError(f"paths.synthetic_dir={out}: a file, or a folder holding files this stage did not "
+                            f"write, and it replaces that path whole; expected an absent or empty folder, or a "
+                            f"dataset it built ({STATS_FILE})")
 
 
 def format_stats(summary: dict) -> str:

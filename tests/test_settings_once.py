@@ -19,8 +19,8 @@ from pipeline.settings_types import (AnyMapping, Bool, BySearch, Either, Float, 
                                      SettingsError, Str)
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG_LAYER = {"pipeline/settings_schema.py", "pipeline/settings_types.py", "pipeline/config.py",
-                "pipeline/selection.py"}       # what loads, composes and checks the configuration
+CONFIG_LAYER = {"pipeline/settings_schema.py", "pipeline/settings_synth.py", "pipeline/settings_types.py",
+                "pipeline/config.py", "pipeline/selection.py"}       # what loads, composes and checks the configuration
 ALLOWED = {                                     # (file, key named in a raise): why it is not a settings check
     ("pipeline/graphnet/train_loop.py", "gnn.resume"): "a checkpoint of another run (data); names the remedy",
     ("pipeline/graphnet/train_loop.py", "gnn.lr"): "training diverged (a runtime fault); names the remedy",
@@ -29,6 +29,7 @@ ALLOWED = {                                     # (file, key named in a raise): 
     ("pipeline/tpugraphs/dataset.py", "data.root"): "npz_root(None): no folder to read the graphs from (data)",
     ("pipeline/tuning/tool.py", "data.collections"): "the asked collection's models were not trained (data)",
     ("pipeline/synthesize.py", "data.kind"): "stage synthesize does not apply to real data (valid for the others)",
+    ("pipeline/synthesize.py", "paths.synthetic_dir"): "the folder it replaces holds files it did not write (data)",
 }
 ALLOWED |= {
     ("pipeline/graphnet/losses.py", "gnn.min_gap_quantile"): "prune's report lacks the spread (data); the remedy",

@@ -135,8 +135,8 @@ def test_params_yaml_is_checked_too(tmp_path):
 
 
 def test_override_keys_are_checked_before_hydra():
-    check_overrides(["gnn.lr.tile=1", "synthesize.search.anything=1", "hydra.job.num=1", "gnn=gst",
-                     "lgbm.eval_at.0=10"], ROOT / "conf")
+    check_overrides(["gnn.lr.tile=1", "synthesize.search.swap_prob=1", "data.generator.seed=1", "hydra.job.num=1",
+                     "gnn=gst", "lgbm.eval_at.0=10"], ROOT / "conf")
     with pytest.raises(SettingsError, match="did you mean prune.chunk_size"):
         check_overrides(["prune.chunksize=3"], ROOT / "conf")
     assert "gnn.gst.segment_size" in known_keys() and "lgbm.features.opcodes" in known_keys()

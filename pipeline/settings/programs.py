@@ -10,7 +10,7 @@ from pipeline.synth.worlds import world_spread
 
 
 def grids(sizes: Mapping) -> dict:
-    """{grid name: {size key: [values]}} as plain lists (the schema checked the shape: check_generator_grids)."""
+    """{grid name: {size key: [values]}} as plain lists (the schema checked them: pipeline/settings_synth.py)."""
     return {k: {kk: list(vv) for kk, vv in v.items()} for k, v in sizes.items()}
 
 

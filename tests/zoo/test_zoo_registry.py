@@ -72,7 +72,8 @@ def test_grid_and_counts_errors_name_the_key():
 @pytest.mark.parametrize("override,expected", [
     ("+data.generator.programs.tpu={train: 1}", "error: data.generator.programs: unknown source 'tpu'"),
     ("data.generator.programs.xla.train=100", "error: data.generator.programs.xla.train: asks for 100 programs"),
-    ("data.generator.sizes.train.dtype=[f16]", "error: data.generator.sizes: dtype ['f16']"),
+    ("data.generator.sizes.train.dtype=[f16]",                 # the schema's (pipeline/settings_synth.py)
+     "error: setting data.generator.sizes.train.dtype[0]='f16': expected one of ['f32', 'bf16']"),
 ])
 def test_stage_synthesize_refuses_a_bad_generator_in_one_line(tmp_path, override, expected):
     """The command a user runs: one error line (after the ad-hoc run's note), exit status 2, no traceback, no npz."""
