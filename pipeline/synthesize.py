@@ -56,8 +56,8 @@ def run(cfg: DictConfig, progress: bool = True) -> dict:
 
 def check_replaceable(out: Path) -> None:
     """The dataset replaces paths.synthetic_dir whole: a file there, or a folder holding anything but a dataset this
-    stage built (its stats.json), is refused in one line before any work (`paths.synthetic_dir=pipeline` would have deleted
-    the source code once the dataset was built)."""
+    stage built (its stats.json), is refused in one line before any work (`paths.synthetic_dir=pipeline` would have
+    deleted the source code once the dataset was built)."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / STATS_FILE).is_file())):
         raise PipelineError(f"paths.synthetic_dir={out}: a file, or a folder holding files this stage did not "
                             f"write, and it replaces that path whole; expected an absent or empty folder, or a "
