@@ -43,11 +43,14 @@ def shortened(value: object, limit: int = ECHO_CHARS) -> str:
     quoted, then '...' (so a 10 MB token in a CSV costs one short line). Any other value: its repr, cut to `limit`
     characters the same way.
     """
-    keep = max(limit - len(ELLIPSIS), 0)
     if isinstance(value, str):
-        return repr(value) if len(value) <= limit else repr(value[:keep]) + ELLIPSIS
-    text = repr(value)
-    return text if len(text) <= limit else text[:keep] + ELLIPSIS
+        return repr(value) if len(value) <= limit else repr(value[:max(limit - len(ELLIPSIS), 0)]) + ELLIPSIS
+    return clipped(repr(value), limit)
+
+
+def clipped(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` itself when at most `limit` characters, else its first `limit - 3` and '...'."""
+    return text if len(text) <= limit else text[:max(limit - len(ELLIPSIS), 0)] + ELLIPSIS
 
 
 def missing_file(error: FileNotFoundError) -> str:

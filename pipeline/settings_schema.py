@@ -31,9 +31,10 @@ from pipeline.choices import (ENSEMBLE_WEIGHTINGS, GNN_DEVICES, GNN_LOSSES, GNN_
 from pipeline.errors import PipelineError
 from pipeline.settings_synth import (FEATURIZE_SEARCH, FEATURIZE_TILE_SEARCH, SYNTHESIZE, check_generator,
                                      check_synthesize)
-from pipeline.settings_types import (SEARCH_ENTRIES, AnyMapping, Bool, BySearch, Either, FileName, Float, Group, Int,
-                                     List, Optional, SettingsError, Str, unknown_key)
-from pipeline.tpugraphs.dataset import COLLECTIONS
+from pipeline.settings_types import (COUNT, FRACTION, NON_NEGATIVE, POSITIVE, SEARCH_ENTRIES, AnyMapping, Bool,
+                                     BySearch, Either, FileName, Float, Group, Int, List, Optional, SettingsError, Str,
+                                     unknown_key)
+from pipeline.tpugraphs.dataset import COLLECTIONS, Collection
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
 # by-search gnn keys only layout models read (no tile entry)
@@ -47,14 +48,10 @@ KIND_NAMES = {kind: tuple(n for c in COLLECTIONS if c.kind == kind for n in (c.s
 
 WHOLE_DIR = "synthetic_dir"                             # the paths.* folder a stage replaces whole
 SAME_LAYOUT = ("models_dir", "predictions_dir")         # paths.* folders laid out alike: <model>/<collection>/
-COUNT = Int(low=1)
 SAMPLED = Either((Int(low=0, high=0), Int(low=2)))      # configurations sampled per graph: 0 (all), or 2 to rank
 LGB_COUNT = Int(low=1, high=C_INT_MAX)                  # a LightGBM parameter (a C int)
 SEED = Int(low=0, high=C_INT_MAX)                       # the seeds LightGBM and torch take (LightGBM's: a C int)
-FRACTION = Float(low=0.0, high=1.0)
 PROBABILITY = Float(low=0.0, high=1.0, high_open=True)
-POSITIVE = Float(low=0.0, low_open=True)
-NON_NEGATIVE = Float(low=0.0)
 PATH = Str()
 
 LGBM_KIND = Group({
@@ -239,7 +236,7 @@ def validate(cfg: Mapping) -> None:
         raise SettingsError("data.root", None, "the path of the TpuGraphs download when data.kind=tpugraphs")
     check_gst_norm(gnn, layout_needed)
     check_ensemble_prefer(cfg["ensemble"])
-    if len({name.replace(":", "-") for name in cfg["featurize"]["collections"]}) < len(cfg["featurize"]["collections"]):
+    if len({Collection.parse(n).slug for n in cfg["featurize"]["collections"]}) < len(cfg["featurize"]["collections"]):
         raise SettingsError("featurize.collections", cfg["featurize"]["collections"], "distinct collections (a slug "
                                                                                       "and its name are the same one)")
     check_grid_step(cfg["ensemble"]["grid_step"])

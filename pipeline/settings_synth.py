@@ -12,13 +12,10 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from pipeline.choices import SYNTH_BUILDERS, WORLD_SPREAD_CONSTANTS, ZOO_DTYPES
-from pipeline.settings_types import Entries, Float, Group, Int, List, Optional, SettingsError, Str
+from pipeline.settings_types import (COUNT, FRACTION, NON_NEGATIVE, POSITIVE, Entries, Float, Group, Int, List,
+                                     Optional, SettingsError, Str)
 from pipeline.tpugraphs.schema import SPLITS
 
-COUNT = Int(low=1)
-FRACTION = Float(low=0.0, high=1.0)
-POSITIVE = Float(low=0.0, low_open=True)
-NON_NEGATIVE = Float(low=0.0)
 PAIR = 2                                  # [low, high] ranges, (second-minor, minor) tiles
 PLACEMENTS = 3                            # layout_cost.placement: feature dim minor / second-minor / further out
 

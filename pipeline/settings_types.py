@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pipeline.errors import ECHO_CHARS, ELLIPSIS, PipelineError, shortened
+from pipeline.errors import PipelineError, clipped, shortened
 
 SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
@@ -253,5 +253,11 @@ def unknown_key(key: str, value, known: list[str]) -> SettingsError:
     parent = key.rpartition(".")[0]                 # the keys beside it, not every key of the schema
     here = [k for k in known if k.rpartition(".")[0] == parent] or {k.split(".")[0] for k in known}
     hint = f"did you mean {close[0]}?" if close else f"known keys here: {sorted(here)}"
-    key = key if len(key) <= ECHO_CHARS else key[:ECHO_CHARS - len(ELLIPSIS)] + ELLIPSIS   # a user's 5 KB key
-    return SettingsError(key, value, f"a known key (no code reads this one); {hint}")
+    return SettingsError(clipped(key), value, f"a known key (no code reads this one); {hint}")
+
+
+# value specs both schema modules use (pipeline/settings_schema.py, pipeline/settings_synth.py)
+COUNT = Int(low=1)
+FRACTION = Float(low=0.0, high=1.0)
+POSITIVE = Float(low=0.0, low_open=True)
+NON_NEGATIVE = Float(low=0.0)

@@ -70,7 +70,8 @@ def read_hlo_text(path: Path) -> str:
     is a device (`/dev/zero` and `/dev/urandom` never end: reading one would not stop before the memory ran out) or
     is not UTF-8 (the line of the first bad byte)."""
     try:
-        if stat.S_ISCHR(Path(path).stat().st_mode) or stat.S_ISBLK(Path(path).stat().st_mode):
+        mode = Path(path).stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             raise PipelineError(f"{path}: cannot read HLO text (a device, not a file)")
         data = Path(path).read_bytes()
     except OSError as err:
