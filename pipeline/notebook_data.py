@@ -35,7 +35,9 @@ GNN_CURVE = ("gnn", "curve.csv")       # <plots_dir>/gnn/<slug>/curve.csv
 LGBM_IMPORTANCE = ("lgbm", "importance.csv")
 SUBMIT_METRICS = "submit.json"
 AUTOTUNE_METRICS = "autotune.json"   # stage autotune (pipeline/autotune.py)
-AUTOTUNE_COLUMNS = ("program", "collection", "t_default_ns", "t_pick_ns", "t_oracle_ns", "share", "guard_kept_pick")
+AUTOTUNE_SEARCHES = {"pick": "t_pick_ns", "oracle": "t_oracle_ns", "random search": "t_random_search_ns",
+                     "featurizer sample": "t_featurizer_sample_ns"}   # a search's name -> its runtime's row key
+AUTOTUNE_COLUMNS = ("program", "collection", "t_default_ns", *AUTOTUNE_SEARCHES.values(), "share", "guard_kept_pick")
 CEILING = "ceiling"          # pseudo-model: the score of ranking by the dataset's noise-free cost model
 
 Found = tuple[pd.DataFrame, list[Path]]
@@ -302,6 +304,18 @@ def autotune_runtimes(metrics_dir: str | Path) -> Found:
     if not isinstance(rows, list) or any(not isinstance(r, Mapping) or set(AUTOTUNE_COLUMNS) - set(r) for r in rows):
         raise ValueError(f"{path}: key 'programs' must list rows with {list(AUTOTUNE_COLUMNS)}; re-run stage autotune")
     return pd.DataFrame([{c: r[c] for c in AUTOTUNE_COLUMNS} for r in rows], columns=list(AUTOTUNE_COLUMNS)), []
+
+
+def autotune_ratios(runtimes: pd.DataFrame) -> pd.DataFrame:
+    """`autotune_runtimes`' rows in long form for a chart, one row per program, collection and search (the pick,
+    the oracle and the two baselines at the pick's budget, `AUTOTUNE_SEARCHES`): program (`<program> | <collection>`),
+    search, runtime_vs_default (the search's cost-model runtime / the compiler default's: 1 is the default, below
+    is faster). No rows in, none out."""
+    label = runtimes["program"].astype(str) + " | " + runtimes["collection"].astype(str)
+    default = runtimes["t_default_ns"].astype(float)
+    return pd.concat([pd.DataFrame({"program": label, "search": name,
+                                    "runtime_vs_default": runtimes[key].astype(float) / default})
+                      for name, key in AUTOTUNE_SEARCHES.items()], ignore_index=True)
 
 
 def flatten(payload: Mapping, prefix: str = "") -> dict[str, object]:

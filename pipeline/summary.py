@@ -22,9 +22,11 @@ share of the oracle's summed log gain over every program (`<metrics_dir>/autotun
 
 It also lays out the review page of `dvc plots show` (dvc.yaml's top-level `plots:`, grouped per collection):
 `<plots_dir>/summary/models/<slug>.csv` (graph_id, model, score: every model's valid score per graph, the
-model-vs-model comparison), `<plots_dir>/summary/ranks/<slug>.csv` (model, graph_id, true_rank, predicted_rank)
-and `<plots_dir>/summary/gnn_curves.csv` (collection, seed, epoch, loss, valid_score: one line per collection and
-member seed), read from the model stages' plots (a missing one is a one-line error naming it), and
+model-vs-model comparison), `<plots_dir>/summary/ranks/<slug>.csv` (model, graph_id, true_rank, predicted_rank),
+`<plots_dir>/summary/gnn_curves.csv` (collection, seed, epoch, loss, valid_score: one line per collection and
+member seed), read from the model stages' plots (a missing one is a one-line error naming it),
+`<plots_dir>/summary/autotune.csv` (program, search, runtime_vs_default: stage autotune's pick, oracle and
+baselines per built-in test program and layout collection, over the compiler default's runtime), and
 `summary.page_template`, the HTML page DVC fills with the charts, with Vega inlined so it renders offline
 (pipeline/plots_page.py).
 """
@@ -51,6 +53,7 @@ SUMMARY_NAME = "summary.json"
 AUTOTUNE = "autotune"                  # summary.json's key for stage autotune (not a model)
 AUTOTUNE_NAME = "autotune.json"        # stage autotune's metrics (pipeline/autotune.py)
 STAGE = "summary"                      # its folder under plots_dir
+AUTOTUNE_CHART = "autotune.csv"        # stage autotune's review chart, in that folder
 COMPARED_SPLIT = "valid"               # the split every model is scored on with truth, real data included
 
 
@@ -134,6 +137,12 @@ def review_tables(plots_dir: str | Path, models: Sequence[str], slugs: Sequence[
     return tables
 
 
+def autotune_table(metrics_dir: str | Path) -> pd.DataFrame:
+    """The review chart of stage autotune: per built-in test program and layout collection, each search's runtime
+    over the compiler default's (`notebook_data.autotune_ratios`; no rows on data without built-in programs)."""
+    return reports.autotune_ratios(found(reports.autotune_runtimes(metrics_dir), "autotune metrics"))
+
+
 def write_review(tables: dict[str, pd.DataFrame], folder: Path) -> None:
     """Write the review tables under `folder`, replacing it whole (nothing stale from other collections stays)."""
     with atomic_path(folder) as tmp:
@@ -164,6 +173,7 @@ def run(cfg: DictConfig) -> dict:
     summary = leaderboard.flat_summary(detail, ceiling)
     summary[AUTOTUNE] = autotune_summary(cfg.paths.metrics_dir)
     tables = review_tables(cfg.paths.plots_dir, models, [c.slug for c in collections])
+    tables[AUTOTUNE_CHART] = autotune_table(cfg.paths.metrics_dir)
     page = plots_page.page_template(str(cfg.summary.vega_lite_version))
     write_review(tables, Path(cfg.paths.plots_dir) / STAGE)
     plots_page.write_template(page, cfg.summary.page_template)

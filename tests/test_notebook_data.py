@@ -243,7 +243,8 @@ def test_autotune_runtimes_per_program(tmp_path):
     table, missing = reports.autotune_runtimes(tmp_path)
     assert missing == [tmp_path / "autotune.json"] and list(table.columns) == list(reports.AUTOTUNE_COLUMNS)
     row = {"program": "unet", "collection": "layout:xla:random", "t_default_ns": 200.0, "t_pick_ns": 150.0,
-           "t_oracle_ns": 100.0, "share": 0.5, "guard_kept_pick": True, "unguarded": {}}
+           "t_oracle_ns": 100.0, "t_random_search_ns": 180.0, "t_featurizer_sample_ns": 200.0, "share": 0.5,
+           "guard_kept_pick": True, "unguarded": {}}
     write_json(tmp_path / "autotune.json", {"programs": [row, {**row, "program": "mlp", "t_pick_ns": 200.0,
                                                                 "share": 0.0, "guard_kept_pick": False}]})
     table, missing = reports.autotune_runtimes(tmp_path)
@@ -252,3 +253,21 @@ def test_autotune_runtimes_per_program(tmp_path):
     write_json(tmp_path / "autotune.json", {"programs": [{"program": "unet"}]})
     with pytest.raises(ValueError, match="autotune.json: key 'programs' must list rows with"):
         reports.autotune_runtimes(tmp_path)
+
+
+def test_autotune_ratios_put_each_search_over_the_default():
+    runtimes = pd.DataFrame([{"program": "unet", "collection": "layout:xla:random", "t_default_ns": 200.0,
+                              "t_pick_ns": 150.0, "t_oracle_ns": 100.0, "t_random_search_ns": 180.0,
+                              "t_featurizer_sample_ns": 200.0},
+                             {"program": "mlp", "collection": "layout:nlp:default", "t_default_ns": 40.0,
+                              "t_pick_ns": 40.0, "t_oracle_ns": 30.0, "t_random_search_ns": 40.0,
+                              "t_featurizer_sample_ns": 50.0}])
+    long = reports.autotune_ratios(runtimes)
+    assert list(long.columns) == ["program", "search", "runtime_vs_default"]
+    assert long.values.tolist() == [
+        ["unet | layout:xla:random", "pick", 0.75], ["mlp | layout:nlp:default", "pick", 1.0],
+        ["unet | layout:xla:random", "oracle", 0.5], ["mlp | layout:nlp:default", "oracle", 0.75],
+        ["unet | layout:xla:random", "random search", 0.9], ["mlp | layout:nlp:default", "random search", 1.0],
+        ["unet | layout:xla:random", "featurizer sample", 1.0], ["mlp | layout:nlp:default", "featurizer sample", 1.25]]
+    empty = reports.autotune_ratios(reports.autotune_runtimes(Path("/nonexistent"))[0])
+    assert empty.empty and list(empty.columns) == ["program", "search", "runtime_vs_default"]

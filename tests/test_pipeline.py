@@ -114,8 +114,8 @@ def test_leaderboard_prints_the_summary_for_the_workspace_and_its_experiments(re
 @pytest.mark.slow
 def test_plots_page_is_grouped_and_renders_offline(repo):
     """`dvc plots show` (as the README runs it) writes one page with Vega inlined (no script from a CDN), the
-    per-collection model comparisons, rank scatters, one GNN curve chart (a line per collection and member seed)
-    and LightGBM's importance images."""
+    per-collection model comparisons, rank scatters, one GNN curve chart (a line per collection and member seed),
+    stage autotune's chart and LightGBM's importance images."""
     import re
 
     dest, env = repo
@@ -126,7 +126,7 @@ def test_plots_page_is_grouped_and_renders_offline(repo):
     charts = re.findall(r'<div id = "([^"]+)"', page)
     slugs = ["layout-nlp-default", "layout-nlp-random", "layout-xla-default", "layout-xla-random", "tile-xla"]
     assert charts == [f"plots_summary_models_{s}_csv" for s in slugs] + \
-        [f"plots_summary_ranks_{s}_csv" for s in slugs] + ["plots_summary_gnn_curves_csv"]
+        [f"plots_summary_ranks_{s}_csv" for s in slugs] + ["plots_summary_gnn_curves_csv", "plots_summary_autotune_csv"]
     images = re.findall(r'<img src="(static/[^"]+\.png)"', page)
     assert images == [f"static/workspace_plots_lgbm_{s}_importance.png" for s in slugs]
     assert all((dest / "dvc_plots" / image).stat().st_size > 1000 for image in images)
@@ -136,3 +136,7 @@ def test_plots_page_is_grouped_and_renders_offline(repo):
     curves = curves[:curves.index("vegaEmbed")]            # the fixture trains gnn.seeds [0, 1]: a line per member
     assert '"seed": "0"' in curves and '"seed": "1"' in curves
     assert '"detail": {"field": "seed"' in curves and '"color": {"field": "collection"' in curves
+    tuned = page[page.index('<div id = "plots_summary_autotune_csv"'):]
+    tuned = tuned[:tuned.index("vegaEmbed")]               # stage autotune's rows: every search of every program
+    assert all(f'"search": "{s}"' in tuned for s in ("pick", "oracle", "random search", "featurizer sample"))
+    assert '"runtime_vs_default"' in tuned and '"datum": 1' in tuned

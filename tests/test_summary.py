@@ -103,6 +103,25 @@ def test_autotune_summary_carries_the_mean_share(tmp_path):
     assert autotune_summary(tmp_path) == {"share": 0.5, "programs": 3, "log_share": 0.25}
 
 
+def test_autotune_chart_reads_stage_autotune_rows(tmp_path):
+    from pipeline.files import write_json
+    from pipeline.summary import autotune_table
+
+    with pytest.raises(FileNotFoundError, match="autotune.json: no autotune metrics file"):
+        autotune_table(tmp_path)
+    row = {"program": "unet", "collection": "layout:xla:random", "t_default_ns": 400.0, "t_pick_ns": 300.0,
+           "t_oracle_ns": 100.0, "t_random_search_ns": 400.0, "t_featurizer_sample_ns": 500.0, "share": 1 / 3,
+           "guard_kept_pick": True}
+    write_json({"programs": [row]}, tmp_path / "autotune.json")
+    table = autotune_table(tmp_path)
+    assert table.values.tolist() == [["unet | layout:xla:random", "pick", 0.75],
+                                     ["unet | layout:xla:random", "oracle", 0.25],
+                                     ["unet | layout:xla:random", "random search", 1.0],
+                                     ["unet | layout:xla:random", "featurizer sample", 1.25]]
+    write_json({"programs": []}, tmp_path / "autotune.json")             # real data: no built-in program
+    assert autotune_table(tmp_path).empty
+
+
 def test_summary_json_is_flat_with_the_ceiling_beside_the_models():
     detail = {"lgbm": {"valid": {"kaggle": 0.6, "collections": 2, "tile-xla": 0.9}},
               "gnn": {"valid": {"kaggle": 0.7, "collections": 2}, "test": {"kaggle": 0.5, "collections": 2}}}

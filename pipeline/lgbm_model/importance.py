@@ -38,5 +38,5 @@ def write_importance(table: pd.DataFrame, csv_path: Path, png_path: Path, top: i
     ax.set_title(f"{title}\n({unused} of {len(table)} features with zero gain not shown)" if unused else title)
     fig.tight_layout()
     with atomic_path(png_path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+        fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")   # the title reaches past the axes
     plt.close(fig)
