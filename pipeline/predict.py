@@ -45,6 +45,7 @@ RANKING_COLUMNS = ["source_file", "graph_file", "collection", "model", "graph_id
 GRAPHS_SUFFIX = "_graphs"           # HLO text: the graphs ranked are kept beside the CSV, in `<csv stem>_graphs/`
 HLO_SUFFIXES = (".hlo", ".txt")     # HLO module text: `.hlo`, `.hlo.txt`, XLA dumps (`*.before_optimizations.txt`)
 HLO_FIRST_WORD = "HloModule"
+KERNELS_SHOWN = 4                   # fusion names printed per tile graph (identical kernels share one graph)
 UTF8_BOM = "\ufeff"                 # an editor's byte-order mark before `HloModule`: the HLO reader skips it too
 HLO_SNIFF_BYTES = 1 << 16           # read to find that first word, past `//` and `/* ... */` notes
 
@@ -177,6 +178,17 @@ def rank_path(cfg: DictConfig, path: Path, model: str, collection: str | None, w
     return table
 
 
+def kernel_label(fusions: Sequence[str]) -> str:
+    """' kernel <fusion>' for a tile graph featurised from HLO text (its fusion instructions, as the text names them;
+    identical kernels share a graph: ' kernel a (= b, c)', at most KERNELS_SHOWN names), '' for any other graph."""
+    if not fusions:
+        return ""
+    same = list(fusions[1:KERNELS_SHOWN])
+    more = len(fusions) - 1 - len(same)
+    tail = ", ".join(same) + (f" and {more} more" if more else "")
+    return f" kernel {fusions[0]}" + (f" (= {tail})" if same else "")
+
+
 def graphs_dir(out: Path) -> Path:
     """Where the graphs featurised from HLO text are kept: beside the CSV `out`, `<its stem>_graphs/`."""
     return out.with_name(out.stem + GRAPHS_SUFFIX)
@@ -255,11 +267,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         slugs = {Collection.parse(c).slug for c in table["collection"]}
         out = output_path(cfg, args.out, model, slugs, Path(args.path))
         featurised = any(Path(work).iterdir())
+        kernels = {}
         if featurised:
+            from pipeline.featurizer.dataset import kernel_names
+
+            kernels = kernel_names(Path(work))                      # tile graph file -> its fusion instructions
             table = keep_graphs(table, Path(work), graphs_dir(out), Path(args.path))
     for (source, _, graph_id), rows in table.groupby(["source_file", "collection", "graph_id"], sort=False):
         best = ", ".join(str(i) for i in rows["config_index"].head(top))
-        print(f"{source} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: {best}")
+        kernel = kernel_label(kernels.get(Path(rows["graph_file"].iloc[0]).name, []))
+        print(f"{source}{kernel} ({rows['collection'].iloc[0]}, {model}): top {min(top, len(rows))} of {len(rows)}: "
+              f"{best}")
     try:
         write_csv(table, out)
     except OSError as error:

@@ -56,6 +56,24 @@ def test_writes_valid_official_test_files_byte_identically(programs, tmp_path, c
     assert not np.array_equal(random_feat, default_feat)                    # the two searches differ
 
 
+def test_the_record_names_the_fusions_each_tile_file_stands_for(programs, tmp_path):
+    """featurize.json's `kernels`: every tile file, with the fusion instructions of the text it stands for (the
+    names predict prints), each fusion in one file only."""
+    import re
+
+    from pipeline.featurizer.dataset import kernel_names
+
+    main([*map(str, programs), "--out", str(tmp_path), *FAST])
+    kernels = kernel_names(tmp_path)
+    assert set(kernels) == {p.name for p in graph_paths(tmp_path, "tile:xla", "test")}
+    names = [name for fusions in kernels.values() for name in fusions]
+    assert names and len(names) == len(set(names))
+    text = next(p for p in programs if p.stem.startswith("jax_compiled")).read_text()
+    defined = set(re.findall(r"^\s*(?:ROOT )?%?([\w.\-]+) = [^\n]*\bfusion\(", text, flags=re.M))
+    assert set(names) <= defined, set(names) - defined
+    assert kernel_names(tmp_path / "nothing here") == {}
+
+
 def test_rerun_replaces_the_test_folders(programs, tmp_path):
     main([*map(str, programs), "--out", str(tmp_path), *FAST])
     main([str(programs[0]), "--out", str(tmp_path), *FAST])

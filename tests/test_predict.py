@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from conftest import BIN, run, write_npz
 
-from pipeline.predict import (PredictError, file_kind, graphs_dir, input_files, keep_graphs, path_collection,
-                              ranking_table, resolve_collection)
+from pipeline.featurizer.dataset import kernel_names
+from pipeline.predict import (PredictError, file_kind, graphs_dir, input_files, keep_graphs, kernel_label,
+                              path_collection, ranking_table, resolve_collection)
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, load_graph
 
@@ -66,6 +67,13 @@ def test_graphs_featurised_from_hlo_text_are_kept_beside_the_csv(tmp_path):
     (tmp_path / "a_file").write_text("x")
     with pytest.raises(PredictError, match="is a file"):
         keep_graphs(table, work, tmp_path / "a_file", tmp_path / "mine.hlo.txt")
+
+
+def test_kernel_label_names_a_tile_graphs_fusions():
+    assert kernel_label([]) == ""
+    assert kernel_label(["fusion.3"]) == " kernel fusion.3"
+    assert kernel_label(["f.1", "f.2", "f.3"]) == " kernel f.1 (= f.2, f.3)"
+    assert kernel_label([f"f.{i}" for i in range(10)]) == " kernel f.0 (= f.1, f.2, f.3 and 6 more)"
 
 
 def test_a_folder_names_the_files_it_leaves_out(tmp_path, capsys):
@@ -155,8 +163,13 @@ def test_predict_ranks_hlo_text_of_a_program_it_never_saw(repo, tmp_path, jax_hl
         assert graph_file.startswith(f"{kept}/npz/") and Path(graph_file).is_file()
         split = Path(graph_file).parent.name
         assert load_graph(graph_file, collection, split).n_configs == len(rows)
-    for collection in ("tile:xla", "layout:xla:random", "layout:xla:default"):   # one summary line per collection
+    for collection in ("layout:xla:random", "layout:xla:default"):   # one summary line per layout collection
         assert f"{program} ({collection}, lgbm): top 2 of " in done.stdout
+    kernels = kernel_names(kept)                       # a line per tile graph, naming its fusion instructions
+    tile_files = table.loc[table["collection"] == "tile:xla", "graph_file"]
+    assert kernels and set(kernels) == {Path(f).name for f in tile_files}
+    for fusions in kernels.values():
+        assert f"{program} {kernel_label(fusions)} (tile:xla, lgbm): top 2 of " in done.stdout
     for (_, graph_id), rows in table.groupby(["collection", "graph_id"]):   # every config ranked exactly once
         assert sorted(rows["rank"]) == list(range(1, len(rows) + 1))
         assert sorted(rows["config_index"]) == list(range(len(rows)))

@@ -7,12 +7,12 @@ valid (`choose_weights`).
 """
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS
 from pipeline.predictions import Predictions
@@ -21,6 +21,7 @@ from pipeline.scoring import metrics
 WEIGHTINGS = ENSEMBLE_WEIGHTINGS
 TIE_BREAKS = ENSEMBLE_TIE_BREAKS
 TIE = 1e-12                                   # scores closer than this tie
+PROGRESS_DELAY_S = 2.0                        # the weight search shows its bar (n/N, ETA) once it runs this long
 
 
 def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
@@ -33,17 +34,39 @@ def normalize_scores(scores: np.ndarray, method: str) -> np.ndarray:
 
 
 def weight_grid(n_members: int, step: float) -> np.ndarray:
-    """All weight vectors on the simplex with the given step: [candidates, members], each row sums to 1."""
+    """All weight vectors on the simplex with the given step: [candidates, members], each row sums to 1, in the
+    lexicographic order of their ticks. Built row by row (C(ticks + members - 1, members - 1) rows), not filtered
+    out of the (ticks + 1) ** members cube, which a step of 0.001 over three members made a 10^9-tuple walk."""
     ticks = int(round(1 / step))
-    rows = [c for c in itertools.product(range(ticks + 1), repeat=n_members) if sum(c) == ticks]
-    return np.array(rows, dtype=np.float64) / ticks
+    rows = list(_compositions(ticks, n_members))
+    return np.array(rows, dtype=np.float64).reshape(len(rows), n_members) / ticks
+
+
+def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every tuple of `parts` whole numbers >= 0 summing to `total`, in lexicographic order."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
 
 
 def blend(members: Sequence[Predictions], weights: np.ndarray, method: str) -> Predictions:
     """Weighted sum of the members' per-graph normalised scores."""
+    return weighted_sum(normalized(members, method), weights)
+
+
+def normalized(members: Sequence[Predictions], method: str) -> list[dict[str, np.ndarray]]:
+    """Each member's scores normalised within each graph of the first member (`normalize_scores`)."""
+    return [{graph_id: normalize_scores(m[graph_id], method) for graph_id in members[0]} for m in members]
+
+
+def weighted_sum(members: Sequence[Mapping[str, np.ndarray]], weights: np.ndarray) -> Predictions:
+    """Per graph, the members' (normalised) scores weighted by `weights` [members] and summed."""
     blended = Predictions()
     for graph_id in members[0]:
-        blended[graph_id] = sum(w * normalize_scores(m[graph_id], method) for w, m in zip(weights, members))
+        blended[graph_id] = sum(w * m[graph_id] for w, m in zip(weights, members))
     return blended
 
 
@@ -68,8 +91,10 @@ def choose_weights(kind: str, members: Sequence[Predictions], truth: Mapping[str
     """
     grid = weight_grid(len(members), step)
     scores, orders = np.zeros(len(grid)), np.zeros(len(grid))
-    for c, weights in enumerate(grid):
-        blended = blend(members, weights, method)
+    scaled = normalized(members, method)                          # once, not once per blend
+    bar = tqdm(grid, desc="blend weights", unit="blend", mininterval=1.0, delay=PROGRESS_DELAY_S)
+    for c, weights in enumerate(bar):
+        blended = weighted_sum(scaled, weights)
         scores[c] = metrics.score_predictions(kind, blended, truth)["score"]
         orders[c] = order_score(blended, truth) if tie_break == "order" and kind == "tile" else 0.0
     chosen = best_candidate(grid, scores, orders, tolerance, prefer)

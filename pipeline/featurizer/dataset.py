@@ -3,11 +3,12 @@
 Per program: `OUT/npz/layout/xla/{random,default}/test/<stem>.npz` (the whole module) and
 `OUT/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel). Every program is parsed before anything
 is written; each collection's test folder is staged (`OUT/.featurize-staging/`), validated with the data layer and
-then swapped in whole, so a crash leaves the previous folder. `OUT/featurize.json` records the files written: a rerun
-replaces them, but an OUT whose test (or, with --train-from, train/valid) folders hold other graphs, e.g. an
-existing dataset root, is refused. A program that gives no graph is named with the reason (`Featurized.empty`);
-when none gives one, nothing is written. `link_train_from` links an existing root's train and valid splits beside
-them.
+then swapped in whole, so a crash leaves the previous folder. `OUT/featurize.json` records the files written
+(`files`, per collection) and the fusion instructions each tile file stands for (`kernels`: identical kernels of a
+program share a file, as in the official data); a rerun replaces them, but an OUT whose test (or, with
+--train-from, train/valid) folders hold other graphs, e.g. an existing dataset root, is refused. A program that
+gives no graph is named with the reason (`Featurized.empty`); when none gives one, nothing is written.
+`link_train_from` links an existing root's train and valid splits beside them.
 """
 from __future__ import annotations
 
@@ -101,20 +102,23 @@ def program_digest(program) -> str:
     return h.hexdigest()[:TILE_HASH_DIGITS]
 
 
-def write_tiles(module: HloModule, stem: str, collection: Collection, s: FeaturizeSettings, folder: Path) -> int:
-    """Write one tile test file per distinct fused kernel; returns how many."""
-    written = set()
+def write_tiles(module: HloModule, stem: str, collection: Collection, s: FeaturizeSettings,
+                folder: Path) -> dict[str, list[str]]:
+    """Write one tile test file per distinct fused kernel; returns {file name: the fusion instructions it stands
+    for, as the text names them} (identical kernels share one file)."""
+    written: dict[str, list[str]] = {}
     for program in tile_programs(module):
         digest = program_digest(program)
-        if digest in written:
+        name = f"{stem}_{digest}.npz"
+        if name in written:
+            written[name].append(program.fusion)
             continue
-        written.add(digest)
+        written[name] = [program.fusion]
         rng = graph_rng(s.seed, "featurize-tile", digest)
         config_feat = tile_configs(program, s.tile_configs, s.tile_search, rng)
         zeros = np.zeros(len(config_feat), dtype=np.int64)
-        writer.write_tile_file(folder / f"{stem}_{digest}.npz", _graph_arrays(program), config_feat, zeros, zeros,
-                               test=True)
-    return len(written)
+        writer.write_tile_file(folder / name, _graph_arrays(program), config_feat, zeros, zeros, test=True)
+    return written
 
 
 def validate_folder(folder: Path, collection: Collection) -> None:
@@ -175,6 +179,16 @@ def written_before(out: Path) -> dict[str, set[str]]:
     return {slug: set(names) for slug, names in read_json(path).get("files", {}).items()}
 
 
+def kernel_names(out: Path) -> dict[str, list[str]]:
+    """{tile file name: the fusion instructions it stands for} from the OWNED record of a `featurize` into `out`
+    (empty when there is none, or it predates the record of kernels)."""
+    path = out / OWNED
+    if not path.is_file():
+        return {}
+    return {name: list(fusions) for names in read_json(path).get("kernels", {}).values()
+            for name, fusions in names.items()}
+
+
 def check_out(out: Path, collections: Sequence[Collection], train_from: Path | None) -> None:
     """Refuse an `out` that is (or lies below) a file, or whose folders that featurize replaces hold graphs it did
     not write there: a test folder's files not in its OWNED record, or (with `train_from`) a train or valid folder's
@@ -212,7 +226,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
     programs = read_programs([Path(p) for p in paths])
     made_out, staging = not out.exists(), out / STAGING_ROOT
     folders = {c.slug: staging / c.slug for c in s.collections}
-    counts, empty = dict.fromkeys(folders, 0), {}
+    counts, empty, kernels = dict.fromkeys(folders, 0), {}, {}
     try:
         remove(staging)
         for folder in folders.values():
@@ -221,8 +235,12 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
                                                     disable=not progress)):
             got, layout = 0, layout_program(module)                # one layout graph for every layout collection
             for c in s.collections:
-                n = (write_tiles(module, stem, c, s, folders[c.slug]) if c.kind == "tile" else
-                     write_layout(layout, stem, c, s, folders[c.slug]))
+                if c.kind == "tile":
+                    tiles = write_tiles(module, stem, c, s, folders[c.slug])
+                    kernels.setdefault(c.slug, {}).update(tiles)
+                    n = len(tiles)
+                else:
+                    n = write_layout(layout, stem, c, s, folders[c.slug])
                 counts[c.slug], got = counts[c.slug] + n, got + n
             if not got:
                 empty[str(path)] = no_graph_reason(layout, module)
@@ -244,7 +262,8 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
             remove(final)
     remove(staging)
     write_json({"files": {c.slug: sorted(p.name for p in (out / NPZ_SUBDIR / c.subdir / TEST_SPLIT).glob("*.npz"))
-                          for c in written}}, out / OWNED)
+                          for c in written},
+                "kernels": {slug: names for slug, names in kernels.items() if names}}, out / OWNED)
     if train_from is not None:
         link_train_from(train_from, out, written)
     return Featurized(counts, empty)

@@ -27,6 +27,21 @@ def test_weight_grid_covers_simplex_and_vertices():
     assert {tuple(r) for r in grid} >= {(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)}
 
 
+def test_weight_grid_is_in_lexicographic_order_and_fine_steps_are_quick():
+    """The order decides the last tie-break (the first on the grid), so it is pinned: the ticks' lexicographic
+    order. A step of 0.001 over three members (501501 blends) was a walk of 10^9 tuples that never ended."""
+    assert (weight_grid(3, 0.5) * 2).tolist() == [[0, 0, 2], [0, 1, 1], [0, 2, 0], [1, 0, 1], [1, 1, 0], [2, 0, 0]]
+    assert (weight_grid(2, 0.25) * 4).tolist() == [[0, 4], [1, 3], [2, 2], [3, 1], [4, 0]]
+    assert weight_grid(1, 0.1).tolist() == [[1.0]]
+    import time
+
+    start = time.process_time()
+    fine = weight_grid(3, 0.001)
+    assert fine.shape == (501501, 3) and time.process_time() - start < 30
+    np.testing.assert_allclose(fine.sum(axis=1), 1.0)
+    assert len({tuple(row) for row in fine[::997]}) == len(fine[::997])          # no repeats
+
+
 def test_blend_is_weighted_sum_of_normalised_scores():
     a, b = preds_of(g=[0.0, 10.0, 5.0]), preds_of(g=[1.0, 0.0, 2.0])
     np.testing.assert_allclose(blend([a, b], np.array([0.5, 0.5]), "minmax")["g"], [0.25, 0.5, 0.75])
