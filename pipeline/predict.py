@@ -16,9 +16,9 @@ folder the DVC stages write is refused.
 A single `*.hlo` or `*.txt` file whose first line (after comments) starts with `HloModule` is HLO module text
 (`.compile().as_text()`, an XLA dump): it is featurised first (`pipeline.featurizer`, settings `featurize`) into the
 collections of `featurize.collections`, and each graph is ranked with its own collection's model (a tile graph's
-printed line names its fusion instructions). Any other file,
-`--top` below 1, an unknown `--collection`, a truncated model.txt and ensemble weights recorded on other data are
-refused in one line (PredictError); docs/predict.md lists what is accepted.
+printed line names its fusion instructions). Any other file, `--top` below 1, an unknown `--collection`, a
+truncated model.txt and ensemble weights recorded on other data are refused in one line (PredictError);
+docs/predict.md lists what is accepted.
 """
 from __future__ import annotations
 
