@@ -201,7 +201,7 @@ SCHEMA = Group({
                         "beside_unmeasured": Int(low=0), "small_program_scale": Float(low=1.0)}),
         "calibration": Group({"configs": COUNT}),
         "oracle": Group({"budget": COUNT, "random_samples": COUNT, "batch": COUNT}),
-        "tile": Group({"max_configs": Int(low=2)}),
+        "tile": Group({"max_configs": Int(low=2), "candidates": Int(low=0)}),
     }),
     "summary": Group({"models": List(Str(MODELS), min_len=1), "splits": List(Str(("valid", "test")), min_len=1),
                       "page_template": PATH, "vega_lite_version": Str(), "rank_model": Str(MODELS),

@@ -119,6 +119,10 @@ def test_stage_autotune_verifies_every_builtin_test_program(repo):
     assert metrics["tiles"]["tile:xla"]["all"]["kernels"] == len(metrics["tiles"]["tile:xla"]["kernels"]) > 0
     held = graph_paths(dest / "data" / "synthetic", "tile-xla", "test")
     assert len(metrics["tiles"]["tile:xla"]["kernels"]) == len(held)     # exactly the dataset's test kernels
+    versus = metrics["tiles"]["tile:xla"]["all"]["vs_oracle"]            # the candidates, timed, never lose to the
+    assert 1.0 <= versus["timed_candidates"]["geomean"] <= versus["default"]["geomean"]   # default they include
+    kernels = metrics["tiles"]["tile:xla"]["kernels"]
+    assert all(k["t_oracle_ns"] <= k["t_candidates_ns"] <= k["t_default_ns"] for k in kernels)
 
 
 @pytest.mark.slow
@@ -177,6 +181,11 @@ def test_tool_autotunes_a_program_it_never_saw(repo, tmp_path, jax_hlo):
     assert ("fewer than any valid graph the guard measured" in done.stdout) == small
     for tile in result["tiles"]:
         assert f"%{tile['fusion']} = " in jax_hlo["compiled"] and len(tile["tile"]) == len(tile["default_tile"])
+        listed = tile["candidates"]                                  # the model's best sizes, best first, to time
+        assert 0 < len(listed) <= min(5, tile["tile_sizes_scored"])
+        assert [c["predicted_ratio"] for c in listed] == sorted(c["predicted_ratio"] for c in listed)
+        assert sum(c["default"] for c in listed) <= 1 and all(c["tile"] == tile["default_tile"] for c in listed
+                                                              if c["default"])
 
 
 @pytest.mark.slow

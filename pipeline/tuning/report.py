@@ -93,8 +93,9 @@ def summary_lines(result: dict) -> list[str]:
         lines.append(f"  {c['computation']}/{c['instruction']} {c['block']}: {c['default']} -> {c['chosen']} "
                      f"(worth {c['worth']:+.4f} log runtime)")
     for t in result["tiles"]:
+        listed = len(t.get("candidates", []))
         lines.append(f"  tile {t['fusion']}: {t['tile']} (predicted ratio {t['predicted_ratio']:.4f} vs default "
-                     f"{t['default_tile']})")
+                     f"{t['default_tile']})" + (f"; {listed} candidates to time in the JSON" if listed else ""))
     return lines
 
 
@@ -141,9 +142,20 @@ def aggregate(rows: Sequence[dict]) -> dict:
 
 
 def aggregate_tiles(rows: Sequence[dict]) -> dict:
-    """Mean share of the tile picks over the kernels whose share is defined; the others counted apart."""
+    """Mean share of the tile picks over the kernels whose share is defined; the others counted apart. Beside it,
+    the default's and the timed candidates' runtime over the oracle's (geometric mean and worst over the kernels)."""
     counted = [r for r in rows if r["share"] is not None]
     return {"share": mean_std([r["share"] for r in counted]),
             "min_share": min((r["share"] for r in counted), default=None),
             "guarded": sum(not r["guard_kept_pick"] for r in rows), "kernels": len(rows),
-            "small_gain_kernels": len(rows) - len(counted)}
+            "small_gain_kernels": len(rows) - len(counted),
+            "vs_oracle": {name: over_oracle([r[key] / r["t_oracle_ns"] for r in rows])
+                          for name, key in (("default", "t_default_ns"), ("pick", "t_pick_ns"),
+                                            ("timed_candidates", "t_candidates_ns"))}}
+
+
+def over_oracle(ratios: Sequence[float]) -> dict:
+    """{geomean, worst} of runtimes over the oracle's (1 = the oracle; None without kernels)."""
+    if not ratios:
+        return {"geomean": None, "worst": None}
+    return {"geomean": float(np.exp(np.mean(np.log(ratios)))), "worst": float(max(ratios))}

@@ -4,7 +4,9 @@ Valid tile sizes are the built-in generator's (`pipeline.synth.tiles`): per outp
 full size (the two minor dimensions at least `min_tile`), convolutions also an input-feature tile. A kernel with
 more than `max_configs` of them is scored on that many drawn at random (the compiler default always included).
 The pick is guarded like a layout pick: kept only when predicted faster than the default by the tile
-collection's margin (`pipeline.tuning.guard`).
+collection's margin (`pipeline.tuning.guard`). Beside it, the model's `candidates` best tile sizes (the default
+among them where it ranks there) are listed for timing on the hardware: the tile models order well but their
+single best is sometimes far off (docs/autotune-log.md, "Tile candidates to time").
 """
 from __future__ import annotations
 
@@ -73,6 +75,8 @@ class TilePick:
     best: int                    # row index of the model's best non-default size (0 when there is none)
     score: float                 # its predicted log runtime ratio against the default (0.0 when there is none)
     kept: bool                   # the guard kept it (`Guard.keeps`)
+    ranked: tuple = ()           # (row, predicted log ratio) of the model's best sizes, best first, the default
+                                 # (scored 0) among them where it ranks: the candidates to time
 
     @property
     def pick(self) -> int:
@@ -81,38 +85,49 @@ class TilePick:
 
 
 def pick_tile(cfg: DictConfig, program: TileProgram, guide: Guide, search: TileSearch, max_configs: int,
-              batch: int, work_dir: Path, rng: np.random.Generator) -> TilePick:
+              batch: int, work_dir: Path, rng: np.random.Generator, candidates: int = 0) -> TilePick:
     """Score every valid tile size of one kernel with the guide; the best kept when predicted faster than the
-    default as the guide's rule asks (`pipeline.tuning.search.Guard`)."""
+    default as the guide's rule asks (`pipeline.tuning.search.Guard`); the `candidates` best listed (`ranked`)."""
     rows = tile_candidates(program, search, max_configs, rng)
     template, pad = tile_template(cfg, program, rows[0], guide.collection, work_dir)
     scorer = guide.scorer(template)
     padded = repad_config_feat(rows[1:], pad)                                # [C - 1, 24]
     scores = np.concatenate([scorer(padded[lo:lo + batch]) for lo in range(0, len(padded), batch)] or [[]])
+    every = np.concatenate([[0.0], scores])                                  # [C]: the default scores 0
+    ranked = tuple((int(i), float(every[i])) for i in np.argsort(every, kind="stable")[:candidates])
     if not len(scores):
-        return TilePick(rows, 0, 0.0, False)
+        return TilePick(rows, 0, 0.0, False, ranked)
     best = int(np.argmin(scores))
-    return TilePick(rows, best + 1, float(scores[best]), guide.rule.keeps(float(scores[best])))
+    return TilePick(rows, best + 1, float(scores[best]), guide.rule.keeps(float(scores[best])), ranked)
+
+
+def tile_fields(row: np.ndarray, kernel) -> dict:
+    """A tile size as the JSON writes it: tile (per output dim) and input_feature_tile (convolutions, else None)."""
+    rank = len(kernel.out_shape)
+    return {"tile": [int(v) for v in row[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
+            "input_feature_tile": int(row[KERNEL_BOUNDS + 2]) if kernel.kind == "conv" else None}
 
 
 def tune_tiles(cfg: DictConfig, kernels: list[TileProgram], guide: Guide, search: TileSearch, max_configs: int,
-               batch: int, work_dir: Path, rng: np.random.Generator) -> list[dict]:
+               batch: int, work_dir: Path, rng: np.random.Generator, candidates: int = 0) -> list[dict]:
     """One object per distinct fused kernel: fusion (the first fusion instruction of that kernel, named exactly as
     in the optimised text), same_kernel (the later fusions of an identical kernel, which take the same tile),
-    computation (its fused computation), tile, input_feature_tile, default_tile, predicted_ratio, kept."""
+    computation (its fused computation), tile, input_feature_tile, default_tile, predicted_ratio, kept, and
+    candidates (the model's `candidates` best sizes to time, best first: tile, input_feature_tile, predicted_ratio,
+    default)."""
     groups: dict = {}
     for program in kernels:
         groups.setdefault(program.kernel, []).append(program)
     out = []
     for program, *alike in groups.values():
-        found = pick_tile(cfg, program, guide, search, max_configs, batch, work_dir, rng)
-        pick, default = found.rows[found.pick], found.rows[0]
-        rank = len(program.kernel.out_shape)
+        found = pick_tile(cfg, program, guide, search, max_configs, batch, work_dir, rng, candidates)
+        kernel = program.kernel
         out.append({"fusion": program.fusion, "same_kernel": [p.fusion for p in alike],
                     "computation": kernel_output(program.graph).computation,
-                    "tile": [int(v) for v in pick[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
-                    "input_feature_tile": int(pick[KERNEL_BOUNDS + 2]) if program.kernel.kind == "conv" else None,
-                    "default_tile": [int(v) for v in default[OUTPUT_BOUNDS:OUTPUT_BOUNDS + rank]],
+                    **tile_fields(found.rows[found.pick], kernel),
+                    "default_tile": tile_fields(found.rows[0], kernel)["tile"],
                     "predicted_ratio": float(np.exp(found.score)) if found.kept else 1.0, "kept": found.kept,
-                    "tile_sizes_scored": int(len(found.rows))})
+                    "tile_sizes_scored": int(len(found.rows)),
+                    "candidates": [{**tile_fields(found.rows[row], kernel), "predicted_ratio": float(np.exp(score)),
+                                    "default": row == 0} for row, score in found.ranked]})
     return out

@@ -147,7 +147,8 @@ def autotune(cfg: DictConfig, request: Request) -> tuple[dict, Path]:
         if tile_guide is not None:
             search = tile_search(cfg.featurize.tile_search.min_tile, cfg.featurize.tile_search.cost)
             tiles = tune_tiles(cfg, list(program.tiles), tile_guide, search, int(cfg.autotune.tile.max_configs),
-                               s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", key))
+                               s.search.batch, Path(work), graph_rng(s.seed, "autotune-tile", key),
+                               int(cfg.autotune.tile.candidates))
     out = {"program": name, "source": str(request.program), "model": model, "collection": collection.name,
            "budget": budget, **layouts, "guard": vars(guide.rule), "tiles": tiles}
     path = folder / f"{name}.json"

@@ -6,7 +6,8 @@ Per kernel, every valid tile size (`pipeline.tuning.tiles`, at most `autotune.ti
 stage's model of the tile collection and guarded by its margin; the noise-free tile cost model
 (`pipeline.costmodel.tile`) times the compiler default, the pick and the oracle (the best of the same tile sizes by
 the cost model). Rows: fusion, t_default_ns, t_pick_ns, t_oracle_ns, share of the oracle's gain, predicted and
-verified ratio, whether the guard kept the pick.
+verified ratio, whether the guard kept the pick, and t_candidates_ns: the best of the model's listed candidates
+and the default (`autotune.tile.candidates`), what timing them on the hardware would keep.
 """
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def tile_row(name: str, kernel: TileKernel, found: TilePick, cost: TileCostParam
     """The cost model's verdict on one kernel's scored tile sizes: default, pick, oracle (the best of the rows)."""
     truth = tile_runtime_ns(kernel, found.rows, cost)                                     # [C]
     t_default, t_pick, t_oracle = float(truth[0]), float(truth[found.pick]), float(truth.min())
+    timed = [0, *(row for row, _ in found.ranked)]                                        # the default and the list
     return {"fusion": name, "tile_sizes": int(len(found.rows)), "t_default_ns": t_default, "t_pick_ns": t_pick,
-            "t_oracle_ns": t_oracle, "share": share_of_gain(t_default, t_pick, t_oracle),
+            "t_oracle_ns": t_oracle, "candidates": len(found.ranked), "t_candidates_ns": float(truth[timed].min()),
+            "share": share_of_gain(t_default, t_pick, t_oracle),
             "oracle_gain": 1.0 - t_oracle / t_default, "guard_kept_pick": found.kept,
             "predicted_ratio": float(np.exp(found.score)) if found.kept else 1.0,
             "verified_ratio": t_pick / t_default,
@@ -55,7 +58,7 @@ def tile_row(name: str, kernel: TileKernel, found: TilePick, cost: TileCostParam
 def verify_kernel(cfg: DictConfig, kernel, guide: Guide, s, search: TileSearch, work_dir: Path) -> dict:
     """One tile row (see the module docstring); `search`: the dataset's tile sizes and tile cost model."""
     found = pick_tile(cfg, kernel, guide, search, int(cfg.autotune.tile.max_configs), s.search.batch, work_dir,
-                      graph_rng(s.seed, "autotune-tile", kernel.name))
+                      graph_rng(s.seed, "autotune-tile", kernel.name), int(cfg.autotune.tile.candidates))
     return {**tile_row(kernel.name, kernel.kernel, found, search.cost), "collection": guide.collection.name,
             "model": guide.model, "margin": guide.rule.margin}
 

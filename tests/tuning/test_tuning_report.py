@@ -66,3 +66,28 @@ def test_log_gains_sum_the_log_gains_so_a_tiny_oracle_gain_does_not_dominate():
     nothing = [{"t_default_ns": 10.0, "t_pick_ns": 10.0, "t_oracle_ns": 10.0}]      # the oracle gains nothing
     assert log_gains(nothing)["log_share"] == {"pick": None}
     assert log_gains([]) == {"log_share": {"pick": None}, "geomean_ratio": {"pick": None, "oracle": None}}
+
+
+def test_tile_aggregate_sets_the_default_the_pick_and_the_timed_candidates_against_the_oracle():
+    from pipeline.tuning.report import aggregate_tiles
+
+    rows = [{"t_default_ns": 10.0, "t_pick_ns": 10.0, "t_oracle_ns": 8.0, "t_candidates_ns": 8.0, "share": 0.0,
+             "guard_kept_pick": False},
+            {"t_default_ns": 4.0, "t_pick_ns": 4.0, "t_oracle_ns": 4.0, "t_candidates_ns": 4.0, "share": None,
+             "guard_kept_pick": False}]
+    out = aggregate_tiles(rows)
+    assert out["vs_oracle"]["default"] == {"geomean": pytest.approx(1.25 ** 0.5), "worst": 1.25}
+    assert out["vs_oracle"]["pick"] == out["vs_oracle"]["default"]
+    assert out["vs_oracle"]["timed_candidates"] == {"geomean": 1.0, "worst": 1.0}
+    assert out["guarded"] == 2 and out["small_gain_kernels"] == 1
+    assert aggregate_tiles([])["vs_oracle"]["default"] == {"geomean": None, "worst": None}
+
+
+def test_the_printout_points_at_the_tile_candidates_to_time():
+    tile = {"fusion": "f", "tile": [8, 128], "predicted_ratio": 1.0, "default_tile": [8, 128]}
+    base = {"predicted_runtime_ratio": 1.0, "program": "p", "model": "gnn", "collection": "c", "evaluations": 0,
+            "seconds": 0.0, "guarded": True, "changes": []}
+    listed = summary_lines({**base, "tiles": [{**tile, "candidates": [{"tile": [8, 128]}, {"tile": [16, 128]}]}]})
+    assert listed[-1] == ("  tile f: [8, 128] (predicted ratio 1.0000 vs default [8, 128]); 2 candidates to time in "
+                          "the JSON")
+    assert summary_lines({**base, "tiles": [{**tile, "candidates": []}]})[-1].endswith("vs default [8, 128])")

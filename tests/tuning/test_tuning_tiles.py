@@ -56,6 +56,33 @@ def test_a_tile_pick_is_timed_against_the_default_and_the_best_size_by_the_cost_
     guarded = tile_row("k", kernel, TilePick(rows, slowest, -0.2, False), search().cost)
     assert guarded["t_pick_ns"] == truth[0] and guarded["share"] == 0.0 and guarded["predicted_ratio"] == 1.0
     assert guarded["unguarded"]["verified_ratio"] == pytest.approx(truth[slowest] / truth[0])
+    assert guarded["candidates"] == 0 and guarded["t_candidates_ns"] == truth[0]     # nothing listed: the default
+    second = int(np.argsort(truth)[1])                                    # listed: the slowest and the second best
+    listed = tile_row("k", kernel, TilePick(rows, slowest, -0.2, False, ((slowest, -0.3), (second, -0.1))),
+                      search().cost)
+    assert listed["candidates"] == 2 and listed["t_candidates_ns"] == min(truth[second], truth[0])
+
+
+def test_the_models_best_sizes_are_listed_best_first_with_the_default_where_it_ranks(monkeypatch):
+    from pipeline.tuning import tiles
+
+    kernel = TileKernel("dot", (256, 512), 2, contract=256)
+    program = SimpleNamespace(kernel=kernel)
+    rows = tile_candidates(program, search(), 4096, np.random.default_rng(0))
+    scores = np.linspace(-0.5, 0.5, len(rows) - 1)[::-1].copy()           # the last size best, then the one before
+    scores[3] = -1e-9                                                     # just below the default's 0
+    monkeypatch.setattr(tiles, "tile_template", lambda *args: (None, -1.0))
+    guide = SimpleNamespace(collection=None, scorer=lambda template: (lambda padded: scores[:len(padded)]),
+                            rule=SimpleNamespace(keeps=lambda score: False))
+    found = tiles.pick_tile(None, program, guide, search(), 4096, len(rows), None, np.random.default_rng(0), 4)
+    n = len(rows)
+    assert [row for row, _ in found.ranked] == [n - 1, n - 2, n - 3, n - 4]          # rows 1.. carry scores[0..]
+    assert found.ranked[0][1] == pytest.approx(-0.5) and found.best == n - 1 and not found.kept
+    many = tiles.pick_tile(None, program, guide, search(), 4096, len(rows), None, np.random.default_rng(0), n)
+    order = [row for row, _ in many.ranked]
+    assert len(order) == n and order.index(0) == sum(scores < 0)     # after every size predicted faster than it
+    assert order[order.index(0) - 1] == 4                             # row 4 (-1e-9) just before it
+    assert tiles.pick_tile(None, program, guide, search(), 4096, len(rows), None, np.random.default_rng(0)).ranked == ()
 
 
 TWO_ALIKE = """HloModule jit_g.7, is_scheduled=true
@@ -107,3 +134,25 @@ def test_tiles_name_each_fusion_as_the_text_writes_it_and_every_fusion_of_a_kern
     assert [(t["fusion"], t["same_kernel"], t["computation"]) for t in out] == [
         ("tanh_fusion", ["tanh_fusion.1"], "fused_a"), ("transpose_fusion", [], "fused_c")]
     assert all(f"%{t['fusion']} = " in TWO_ALIKE for t in out)
+    assert all(t["candidates"] == [] for t in out)                          # nothing ranked: nothing listed
+
+
+def test_the_json_lists_the_candidates_as_tiles(monkeypatch):
+    from pipeline.hlo.featurize import parse_module, tile_programs
+    from pipeline.tuning import tiles
+    from pipeline.tuning.tiles import TilePick, tune_tiles
+
+    kernel = tile_programs(parse_module(TWO_ALIKE, "g_opt.hlo.txt"))[2]          # f32[32,64]
+    rows = tile_candidates(kernel, search(), 8, np.random.default_rng(0))
+
+    def pick(cfg, program, *args):
+        return TilePick(rows, 2, -0.2, False, ((2, -0.2), (0, 0.0), (1, 0.1)))
+
+    monkeypatch.setattr(tiles, "pick_tile", pick)
+    (out,) = tune_tiles(None, [kernel], None, search(), 8, 4, None, np.random.default_rng(0), 3)
+    tile = [[int(v) for v in rows[i][OUTPUT_BOUNDS:OUTPUT_BOUNDS + 2]] for i in (2, 0, 1)]
+    assert out["tile"] == out["default_tile"] == tile[1]                      # not kept: the default
+    assert out["candidates"] == [
+        {"tile": tile[0], "input_feature_tile": None, "predicted_ratio": pytest.approx(np.exp(-0.2)), "default": False},
+        {"tile": tile[1], "input_feature_tile": None, "predicted_ratio": 1.0, "default": True},
+        {"tile": tile[2], "input_feature_tile": None, "predicted_ratio": pytest.approx(np.exp(0.1)), "default": False}]
