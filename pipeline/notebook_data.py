@@ -306,12 +306,17 @@ def autotune_runtimes(metrics_dir: str | Path) -> Found:
     return pd.DataFrame([{c: r[c] for c in AUTOTUNE_COLUMNS} for r in rows], columns=list(AUTOTUNE_COLUMNS)), []
 
 
+def autotune_labels(runtimes: pd.DataFrame) -> pd.Series:
+    """`<program> | <collection>` of each of `autotune_runtimes`' rows: how charts name a row."""
+    return runtimes["program"].astype(str) + " | " + runtimes["collection"].astype(str)
+
+
 def autotune_ratios(runtimes: pd.DataFrame) -> pd.DataFrame:
     """`autotune_runtimes`' rows in long form for a chart, one row per program, collection and search (the pick,
     the oracle and the two baselines at the pick's budget, `AUTOTUNE_SEARCHES`): program (`<program> | <collection>`),
     search, runtime_vs_default (the search's cost-model runtime / the compiler default's: 1 is the default, below
     is faster). No rows in, none out."""
-    label = runtimes["program"].astype(str) + " | " + runtimes["collection"].astype(str)
+    label = autotune_labels(runtimes)
     default = runtimes["t_default_ns"].astype(float)
     return pd.concat([pd.DataFrame({"program": label, "search": name,
                                     "runtime_vs_default": runtimes[key].astype(float) / default})
