@@ -93,7 +93,7 @@ SCHEMA = Group({
         "hops": BySearch(Either((Int(low=0), Str((PRUNE_WHOLE_GRAPH,))))),   # by search like gnn.lr
         "pad_value": Float(),
         "dedup": Str(PRUNE_DEDUP_MODES),
-        "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool(), "min_std": NON_NEGATIVE}),
+        "normalize": Group({"log_columns": List(Str()), "drop_constant": Bool(), "min_std": BySearch(NON_NEGATIVE)}),
         "workers": COUNT,
         "chunk_size": COUNT,
         "skip_invalid_train": Bool(),
@@ -228,6 +228,8 @@ def validate(cfg: Mapping) -> None:
             spec.check(gnn[key], f"gnn.{key}", layout_needed if key in GNN_LAYOUT_ONLY else needed)
     # tile graphs are always kept whole, so prune.hops needs no tile entry
     SCHEMA.fields["prune"].fields["hops"].check(cfg["prune"]["hops"], "prune.hops", layout_needed)
+    SCHEMA.fields["prune"].fields["normalize"].fields["min_std"].check(cfg["prune"]["normalize"]["min_std"],
+                                                                       "prune.normalize.min_std", needed)
     pooled = 2 * gnn["hidden"]                 # the config self-attention runs over mean+max pooled embeddings
     if gnn["cross_attention"] and pooled % gnn["attention_heads"]:
         raise SettingsError("gnn.attention_heads", gnn["attention_heads"],

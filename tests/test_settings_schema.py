@@ -114,6 +114,17 @@ def test_prune_hops_by_search_needs_each_layout_search_but_no_tile_entry():
     assert compose(["prune.hops=2"]).prune.hops == 2                 # a plain value still works
 
 
+def test_min_std_by_search_needs_an_entry_for_every_configured_collection_tile_included():
+    with pytest.raises(SettingsError, match=r"setting prune.normalize.min_std=.*missing \['tile'\]"):
+        compose(["~prune.normalize.min_std.tile"])                                # tile-xla is configured
+    with pytest.raises(SettingsError, match=r"setting prune.normalize.min_std.default=-1: expected a finite number"):
+        compose(["prune.normalize.min_std.default=-1"])
+    cfg = compose(["~prune.normalize.min_std.tile", "data.collections=[layout-xla-random,layout-xla-default]"])
+    assert dict(cfg.prune.normalize.min_std) == {"random": 1.0, "default": 0.0}   # no tile collection: no entry
+    assert dict(compose().prune.normalize.min_std) == {"tile": 0.0, "random": 1.0, "default": 0.0}  # measured
+    assert compose(["prune.normalize.min_std=2"]).prune.normalize.min_std == 2    # a plain value still works
+
+
 def test_every_preset_and_params_yaml_are_valid():
     for group in ("data", "gnn"):
         for option in sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml")):

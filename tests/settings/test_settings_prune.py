@@ -1,4 +1,5 @@
-"""pipeline.settings.prune: conf/prune read once per collection, `prune.hops` by search, a pruned run's saved params."""
+"""pipeline.settings.prune: conf/prune read once per collection, `prune.hops` and `prune.normalize.min_std` by search,
+a pruned run's saved params."""
 from __future__ import annotations
 
 from pipeline.config import compose, prune_hops
@@ -26,3 +27,11 @@ def test_every_key_is_read_and_saved_params_win():
     assert params.log_columns == tuple(cfg.prune.normalize.log_columns)
     saved = prune_settings(cfg, LAYOUT, {"hops": "all", "pad_value": 0.5, "dedup": "min"})    # report.json's params
     assert (saved.hops, saved.pad_value, saved.dedup, saved.workers) == (None, 0.5, "min", 2)
+
+
+def test_min_std_by_search_resolves_per_collection():
+    cfg = compose(["data=programs_ci", "prune.normalize.min_std={tile: 0.5, random: 2.0, default: 0}"])
+    assert prune_settings(cfg, Collection.parse("tile-xla")).min_std == 0.5
+    assert prune_settings(cfg, Collection.parse("layout-nlp-random")).min_std == 2.0
+    assert prune_settings(cfg, Collection.parse("layout-xla-default")).min_std == 0.0
+    assert prune_settings(compose(["data=programs_ci", "prune.normalize.min_std=3"]), LAYOUT).min_std == 3.0
