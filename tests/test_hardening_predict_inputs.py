@@ -24,10 +24,12 @@ SLUG = "layout-xla-random"
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """(overrides, graph, folders): a tiny layout:xla:random tree pruned as stage prune would, and the overrides
-    pointing predict at it (models and metrics folders empty until a test fills them)."""
+    pointing predict at it (models and metrics folders empty until a test fills them). Its normaliser has no
+    deviation floor (`prune.normalize.min_std`), so that a finite value can standardise past float32."""
     base = tmp_path_factory.mktemp("predict")
     write_layout_splits(base / "data/npz/layout/xla/random")
     overrides = ["data=tpugraphs", f"data.root={base / 'data'}", f"data.collections=[{SLUG}]",
+                 "prune.normalize.min_std=0",
                  *(f"paths.{key}={base / key}" for key in ("pruned_dir", "models_dir", "metrics_dir")),
                  f"predict.run_dir={base / 'runs'}"]
     cfg = compose(overrides)
