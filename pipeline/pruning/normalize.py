@@ -27,6 +27,11 @@ from pipeline.files import write_text
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
+# Standardised values beyond this many train deviations are refused as bad input: no node of a real program lies
+# there (binary columns one node in 10^7 sets stay under 10^4; `min_std` keeps values beyond train near their logs),
+# and the models square their inputs' transforms (instance norm), which overflows float32 far below float32's range.
+MAX_STANDARDISED = 1.0e6
+
 
 def log_mask(patterns: Sequence[str], names: Sequence[str] = NODE_FEAT_NAMES) -> np.ndarray:
     """bool [len(names)]: the columns whose name matches any fnmatch pattern (the schema refuses a pattern that
@@ -107,7 +112,7 @@ class Normalizer:
 
         Raises:
             TpuGraphsFormatError: naming `where` (the graph's file), when a value (finite, but far beyond the train
-                range of a column that is not logged) standardises past float32's range.
+                range of a column that is not logged) standardises past MAX_STANDARDISED deviations.
         """
         cols = np.asarray(self.columns, dtype=np.int64)
         x = np.asarray(node_feat_raw, dtype=np.float64)[:, cols]   # [nodes, kept columns]
@@ -115,11 +120,12 @@ class Normalizer:
         x[:, log] = np.sign(x[:, log]) * np.log1p(np.abs(x[:, log]))
         with np.errstate(over="ignore", invalid="ignore"):
             out = ((x - np.asarray(self.mean)) / np.asarray(self.std)).astype(np.float32)
-        bad = ~np.isfinite(out)
+        bad = ~(np.abs(out) <= MAX_STANDARDISED)                    # inf and NaN too
         if bad.any():
             node, k = (int(i) for i in np.argwhere(bad)[0])
             raw = np.asarray(node_feat_raw)[node, self.columns[k]]
-            raise TpuGraphsFormatError(where, "node_feat", f"values that standardise within float32 (column "
+            raise TpuGraphsFormatError(where, "node_feat", f"values that standardise within {MAX_STANDARDISED:g} train "
+                                       f"deviations (column "
                                        f"'{self.names[k]}': train mean {self.mean[k]:.6g}, std {self.std[k]:.6g})",
                                        f"{raw:.6g} at node {node} ({int(bad.sum())} such values)")
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.pruning.normalize import ColumnStats, Normalizer, fit_normalizer, log_mask, signed_log
+from pipeline.pruning.normalize import MAX_STANDARDISED, ColumnStats, Normalizer, fit_normalizer, log_mask, signed_log
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_NAMES
 
@@ -97,7 +97,7 @@ def test_min_std_floors_nearly_constant_columns():
     assert floored.std[p] == plain.std[p] == pytest.approx(np.arange(100).std())
 
 
-def test_a_value_that_standardises_past_float32_names_the_file_column_and_node():
+def test_a_value_that_standardises_past_the_bound_names_the_file_column_and_node():
     mask = log_mask(["shape_dimensions_product"])
     train = np.zeros((4, 140), np.float32)
     train[:, COL["parameter_number"]] = [0, 0, 0.5, 0.5]                    # mean .25, std .25
@@ -108,8 +108,12 @@ def test_a_value_that_standardises_past_float32_names_the_file_column_and_node()
     unseen[2, COL["shape_dimensions_product"]] = 3e38   # a logged column: log1p keeps it small, no error
     with pytest.raises(TpuGraphsFormatError) as info:
         norm.apply(unseen, "new/g.npz")
-    assert str(info.value) == ("new/g.npz [key 'node_feat']: expected values that standardise within float32 "
-                               "(column 'parameter_number': train mean 0.25, std 0.25); found 3e+38 at node 1 "
-                               "(1 such values)")
-    unseen[1, COL["parameter_number"]] = 3e30
-    assert np.isfinite(norm.apply(unseen, "new/g.npz")).all()
+    assert str(info.value) == ("new/g.npz [key 'node_feat']: expected values that standardise within 1e+06 train "
+                               "deviations (column 'parameter_number': train mean 0.25, std 0.25); found 3e+38 at node "
+                               "1 (1 such values)")
+    assert MAX_STANDARDISED == 1e6
+    unseen[1, COL["parameter_number"]] = 300000.25      # (x - .25) / .25 = 1.2e6 deviations: finite, still refused
+    with pytest.raises(TpuGraphsFormatError, match="found 300000 at node 1"):
+        norm.apply(unseen, "new/g.npz")
+    unseen[1, COL["parameter_number"]] = 200000.25      # 8e5 deviations: kept
+    assert np.abs(norm.apply(unseen, "new/g.npz")).max() == pytest.approx(8e5)
