@@ -64,6 +64,8 @@ def test_npz_root_errors_name_the_folder(tmp_path):
         npz_root(None)
     write_npz(tmp_path / "npz/tile/xla/train/t.npz", make_tile_arrays())
     _raises(tmp_path / "npz/tile/xla/test", None, lambda: graph_paths(tmp_path, TILE, "test"))
+    graph = tmp_path / "npz/tile/xla/train/t.npz"               # data.root=<a graph file> said "no such folder"
+    assert _raises(graph, None, lambda: npz_root(graph)).endswith("; found a file, not a folder")
 
 
 # ----------------------------------------------------------------------------------------------- loading
