@@ -74,11 +74,17 @@ def path_collection(path: Path) -> Collection | None:
 
 def input_files(path: Path) -> list[Path]:
     """The npz files to rank: the file itself, or every `*.npz` under a folder (sorted); the folder's other files
-    are named in one warning line on stderr (left out, never silently: a `graph.NPZ` is not ranked)."""
+    are named in one warning line on stderr (left out, never silently: a `graph.NPZ` is not ranked). An entry of
+    the folder named `*.npz` that is no file (a folder, a dangling link) is refused naming it."""
     path = Path(path)
     files = sorted(map(check_file_name, path.rglob(f"*{GRAPH_SUFFIX}"))) if path.is_dir() else [path]
-    if not files or not all(f.is_file() for f in files):
+    if not files or not path.is_dir() and not path.is_file():
         raise PredictError(f"{path}: expected an .npz graph file or a folder holding some")
+    entry = next((f for f in files if not f.is_file()), None)
+    if entry is not None:
+        found = f"a dangling link to {os.readlink(entry)}" if entry.is_symlink() and not entry.exists() else \
+            "a folder" if entry.is_dir() else "not a regular file"
+        raise PredictError(f"{entry}: expected an .npz graph file (in {path}); found {found}")
     if path.is_dir():
         ranked = set(files)
         others = sorted(str(f.relative_to(path)) for f in path.rglob("*") if f.is_file() and f not in ranked)

@@ -176,9 +176,17 @@ def check_file(path: str | Path, cfg: DictConfig) -> list[str]:
 
 
 def read_submission(path: str | Path) -> tuple[pd.DataFrame | None, str | None]:
-    """(the CSV as strings, None), or (None, the one-line reason it cannot be read)."""
+    """(the CSV as strings, None), or (None, the one-line reason it cannot be read).
+
+    Rows with more fields than the header are refused: pandas would take the extra leading fields as an index and
+    shift the rest under ID and TopConfigs (a trailing ',' on each row, or an unnamed first column)."""
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8"), None
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        if not isinstance(table.index, pd.RangeIndex):
+            return None, (f"cannot read {path}: its first row has {table.index.nlevels + table.shape[1]} fields, the "
+                          f"header {shortened(list(table.columns))} {table.shape[1]} (an extra column, or a trailing "
+                          f"',' on each row)")
+        return table, None
     except UnicodeDecodeError as err:
         return None, f"cannot read {path}: not UTF-8 text (byte {err.start}: {err.reason})"
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:

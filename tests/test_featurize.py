@@ -160,6 +160,26 @@ def test_train_from_may_not_replace_other_train_graphs(programs, tmp_path):
         main([str(programs[0]), "--out", str(out), "--train-from", str(root), *FAST])
 
 
+
+def test_a_train_from_root_missing_a_collection_is_refused_before_anything_is_written(programs, tmp_path):
+    """A --train-from root without layout:xla:default's train folder was refused only after the test folders,
+    featurize.json and the other collections' train/valid links had been written: a half-built dataset root."""
+    root, out = tmp_path / "builtin", tmp_path / "mine"
+    for collection in COLLECTIONS:
+        for split in ("train", "valid"):
+            arrays = make_tile_arrays() if collection.kind == "tile" else make_layout_arrays()
+            write_npz(root / "npz" / collection.subdir / split / f"tiny_{split}.npz", arrays)
+    shutil.rmtree(root / "npz/layout/xla/default/train")
+    with pytest.raises(SystemExit, match=rf"^featurize: --train-from {root}: no layout:xla:default train folder "):
+        main([*map(str, programs), "--out", str(out), "--train-from", str(root), *FAST])
+    assert not out.exists()
+    out.mkdir()                                                   # an --out that was there is left as it was
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit, match="no layout:xla:default train folder"):
+        main([*map(str, programs), "--out", str(out), "--train-from", str(root), *FAST])
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
 def test_an_out_below_a_file_is_refused(programs, tmp_path):
     blocker = tmp_path / "f"
     blocker.write_text("x")

@@ -88,6 +88,27 @@ def test_a_folder_names_the_files_it_leaves_out(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+
+def test_an_entry_named_npz_that_is_no_file_is_named(tmp_path):
+    """A folder holding good graphs beside a folder named `x.npz` or a dangling `y.npz` link was refused as
+    'expected an .npz graph file or a folder holding some', naming the folder given, not the entry at fault."""
+    folder = tmp_path / "graphs"
+    (folder / "x.npz").mkdir(parents=True)
+    (folder / "good.npz").write_bytes(b"")
+    with pytest.raises(PredictError) as info:
+        input_files(folder)
+    assert str(info.value) == f"{folder / 'x.npz'}: expected an .npz graph file (in {folder}); found a folder"
+    (folder / "x.npz").rmdir()
+    (folder / "y.npz").symlink_to(tmp_path / "gone.npz")
+    with pytest.raises(PredictError) as info:
+        input_files(folder)
+    assert str(info.value) == (f"{folder / 'y.npz'}: expected an .npz graph file (in {folder}); found a dangling "
+                               f"link to {tmp_path / 'gone.npz'}")
+    with pytest.raises(PredictError) as info:
+        input_files(tmp_path / "none.npz")
+    assert str(info.value) == f"{tmp_path / 'none.npz'}: expected an .npz graph file or a folder holding some"
+
+
 def test_kind_and_collection_come_from_the_file(tiny_npz, tmp_path):
     assert file_kind(tiny_npz["layout"]) == "layout" and file_kind(tiny_npz["tile"]) == "tile"
     official = tmp_path / "npz" / "layout" / "nlp" / "default" / "test" / "g.npz"

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from pipeline.predictions import Predictions
-from pipeline.submit import (SubmissionError, build_rows, ranking_scores, validate_submission,
+from pipeline.submit import (SubmissionError, build_rows, ranking_scores, read_submission, validate_submission,
                              write_submission)
 from pipeline.tpugraphs.dataset import Collection
 
@@ -87,3 +87,17 @@ def test_an_index_of_many_digits_is_named_shortened():
     problems = validate_submission(table(rows), EXPECTED, 5)
     assert problems == [f"tile:xla:aa: index {'9' * 77}... out of range for 7 configs",
                         f"tile:xla:bb: not a list of config indices (one has over 4300 digits): '{'8' * 77}'..."]
+
+
+@pytest.mark.parametrize("body, fields", [
+    ("x,tile:xla:aa,6;5;4;3;2\ny,tile:xla:bb,2;0;1\n", 3),      # an extra first column, no header for it
+    ("tile:xla:aa,6;5;4;3;2,\ntile:xla:bb,2;0;1,\n", 3),        # a trailing ',' on every row
+    ("x,z,tile:xla:aa,6;5;4;3;2\ny,z,tile:xla:bb,2;0;1\n", 4),
+])
+def test_rows_with_more_fields_than_the_header_are_refused(tmp_path, body, fields):
+    """pandas takes the extra leading fields of such rows as an index: the first CSV read valid (the IDs shifted
+    into place, 'x' and 'y' dropped) and the second named its indices as unknown IDs."""
+    csv = tmp_path / "sub.csv"
+    csv.write_text("ID,TopConfigs\n" + body)
+    assert read_submission(csv) == (None, f"cannot read {csv}: its first row has {fields} fields, the header "
+                                          f"['ID', 'TopConfigs'] 2 (an extra column, or a trailing ',' on each row)")

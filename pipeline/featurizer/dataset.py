@@ -1,9 +1,10 @@
 """Write HLO programs as TpuGraphs test graphs in the official npz folder layout (command featurize's library).
 
 Per program: `OUT/npz/layout/xla/{random,default}/test/<stem>.npz` (the whole module) and
-`OUT/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel). Every program is parsed before anything
-is written; each collection's test folder is staged (`OUT/.featurize-staging/`), validated with the data layer and
-then swapped in whole, so a crash leaves the previous folder. `OUT/featurize.json` records the files written
+`OUT/npz/tile/xla/test/<stem>_<hash>.npz` (one per distinct fused kernel). Every program is parsed (and
+--train-from's train and valid folders found) before anything is written; each collection's test folder is staged
+(`OUT/.featurize-staging/`), validated with the data layer and then swapped in whole, so a crash leaves the
+previous folder. `OUT/featurize.json` records the files written
 (`files`, per collection) and the fusion instructions each tile file stands for (`kernels`: identical kernels of a
 program share a file, as in the official data); a rerun replaces them, but an OUT whose test (or, with
 --train-from, train/valid) folders hold other graphs, e.g. an existing dataset root, is refused. A program that
@@ -137,29 +138,38 @@ def _swap_in(staged: Path, final: Path) -> None:
     remove(retired)
 
 
+def train_folders(root: Path, collections: Sequence[Collection]) -> list[tuple[Collection, str, Path]]:
+    """(collection, split, folder) of `root`'s train and valid folders of each collection; FileNotFoundError
+    naming the first one missing (featurize checks them all before it writes anything)."""
+    source, folders = npz_root(root), []
+    for collection in collections:
+        for split in LABELLED_SPLITS:
+            folder = source / collection.subdir / split
+            if not folder.is_dir():
+                raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
+            folders.append((collection, split, folder))
+    return folders
+
+
 def link_train_from(root: Path, out: Path, collections: Sequence[Collection]) -> int:
     """Hard-link (copy across file systems) `root`'s train and valid files of each collection into out/npz.
 
     Links are plain files: they survive the source folder being rewritten or removed (e.g. `dvc repro synthesize`
     rebuilding data/synthetic) and DVC hashes them like any file. Returns the number of files linked.
     """
-    source, linked = npz_root(root), 0
-    for collection in collections:
-        for split in LABELLED_SPLITS:
-            folder = source / collection.subdir / split
-            if not folder.is_dir():
-                raise FileNotFoundError(f"--train-from {root}: no {collection.name} {split} folder ({folder})")
-            final = out / NPZ_SUBDIR / collection.subdir / split
-            staged = final.with_name(split + STAGING)
-            remove(staged)
-            staged.mkdir(parents=True)
-            for path in sorted(folder.glob("*.npz")):
-                try:
-                    os.link(path, staged / path.name)
-                except OSError:
-                    shutil.copy2(path, staged / path.name)
-                linked += 1
-            _swap_in(staged, final)
+    linked = 0
+    for collection, split, folder in train_folders(root, collections):
+        final = out / NPZ_SUBDIR / collection.subdir / split
+        staged = final.with_name(split + STAGING)
+        remove(staged)
+        staged.mkdir(parents=True)
+        for path in sorted(folder.glob("*.npz")):
+            try:
+                os.link(path, staged / path.name)
+            except OSError:
+                shutil.copy2(path, staged / path.name)
+            linked += 1
+        _swap_in(staged, final)
     return linked
 
 
@@ -247,6 +257,8 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
         written = [c for c in s.collections if counts[c.slug]]
         for c in written:
             validate_folder(folders[c.slug], c)
+        if train_from is not None:              # every folder to link is there before anything is written
+            train_folders(train_from, written)
     except BaseException:                       # a crash or a refused file: `out` as it was
         remove(out if made_out else staging)
         raise

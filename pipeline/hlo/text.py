@@ -50,6 +50,8 @@ _SPACES = re.compile(r"\s*")
 _HEADER_ARRAY = re.compile(r"(?<![a-z0-9])" + _ARRAY.pattern)
 _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signature, or one that opens with '('
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
+_CLOSE = re.compile(r'\}(\s*,\s*execution_thread\s*=\s*"[^"\\]*")?')   # a computation's end; XLA adds the
+                                                                    # thread of one off the main thread (host, async)
 _IN_STRING = r'(?:[^"\\]|\\.)*'                                      # a string literal's text, escapes included
 _COMMENT_OR_STRING = re.compile(f'"{_IN_STRING}"|//[^\\n]*|/\\*.*?\\*/', re.DOTALL)   # strings kept
 _STRING_END = re.compile(f'{_IN_STRING}"')                         # the rest of a string opened on an earlier line
@@ -325,7 +327,7 @@ class _Reader:
             raw = self.lines[i - 1].strip()
             if not raw:                                     # comments are blank here (_strip_comments)
                 continue
-            if raw == "}":
+            if _CLOSE.fullmatch(raw):                       # a thread other than main is not a column: skipped
                 self.pos = i
                 return
             first, parts, stack = i, [raw], []
@@ -334,7 +336,7 @@ class _Reader:
                 i += 1
                 following = self.lines[i - 1].strip() if i <= len(self.lines) else None
                 closes_a_brace = following == "}" and stack[-1:] == ["{"]     # a backend_config={ ... } over lines
-                if following is None or (following == "}" and not closes_a_brace) \
+                if following is None or (_CLOSE.fullmatch(following) and not closes_a_brace) \
                         or _STARTS_INSTRUCTION.match(following):
                     raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
                 in_string = _scan_brackets(following, stack, in_string)

@@ -91,7 +91,8 @@ def npz_root(root: str | os.PathLike | None) -> Path:
     for candidate in (root, root / NPZ_SUBDIR, root / KAGGLE_SUBDIR / NPZ_SUBDIR):
         if (candidate / "tile").is_dir() or (candidate / "layout").is_dir():
             return candidate
-    found = sorted(p.name for p in root.iterdir()) if root.is_dir() else "no such folder"
+    found = sorted(p.name for p in root.iterdir()) if root.is_dir() else \
+        "a file, not a folder" if root.exists() else "no such folder"
     raise TpuGraphsFormatError(root, None, "a folder holding npz/ (or npz/ itself, or npz_all/npz/) with tile/ "
                                            "or layout/ inside", f"{found}")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.errors import clipped, shortened
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -73,11 +74,15 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
     text = read_exact(f, length, path, key).decode("utf8" if major == 3 else "latin1")
     try:
         header = ast.literal_eval(text)
-        shape, fortran = tuple(int(s) for s in header["shape"]), bool(header["fortran_order"])
         dtype = np.lib.format.descr_to_dtype(header["descr"])
-    except (ValueError, SyntaxError, KeyError, TypeError) as e:
+    except (ValueError, SyntaxError, KeyError, TypeError, MemoryError, RecursionError) as e:
         raise TpuGraphsFormatError(path, key, "an npy header dict {descr, fortran_order, shape}",
-                                   f"{text.strip()!r} ({e})") from None
+                                   f"{shortened(text.strip())} ({clipped(str(e))})") from None
+    problem = _header_problem(header, dtype)
+    if problem:
+        raise TpuGraphsFormatError(path, key, "an npy header dict {descr, fortran_order, shape} as numpy writes it "
+                                              "(a tuple of int sizes, a bool fortran_order)", problem)
+    shape, fortran = header["shape"], header["fortran_order"]
     if dtype.hasobject:
         raise TpuGraphsFormatError(path, key, "a numeric array (loading never unpickles)",
                                    f"a pickled object array (dtype {dtype})")
@@ -89,6 +94,22 @@ def read_npy_header(f, path: Path, key: str) -> tuple[int, tuple[int, ...], np.d
         raise TpuGraphsFormatError(path, key, f"an array of at most {MAX_ARRAY_BYTES} bytes",
                                    f"shape {shape} of {dtype}")
     return len(NPY_MAGIC) + 2 + struct.calcsize(length_fmt) + length, shape, dtype, fortran
+
+
+def _header_problem(header: object, dtype: np.dtype) -> str | None:
+    """What numpy.load would refuse in a parsed header dict (numpy.save never writes it), or None: other keys, a
+    shape that is not a tuple of ints (2.9 rows, a list, True), a fortran_order that is not a bool, a sub-array
+    descr."""
+    if set(header) != {"descr", "fortran_order", "shape"}:
+        return f"keys {shortened(sorted(map(str, header)))}"
+    shape = header["shape"]
+    if not isinstance(shape, tuple) or not all(type(s) is int for s in shape):
+        return f"shape {shortened(shape)}"
+    if not isinstance(header["fortran_order"], bool):
+        return f"fortran_order {shortened(header['fortran_order'])}"
+    if dtype.subdtype is not None:
+        return f"descr {shortened(header['descr'])} (a sub-array dtype)"
+    return None
 
 
 class NpyStreamWriter:

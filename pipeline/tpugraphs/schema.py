@@ -126,6 +126,16 @@ def required_keys(kind: str, split: str) -> tuple[tuple[str, ...], tuple[str, ..
     return graph_keys + ("config_feat",), HIDDEN_KEYS + ("config_runtime_normalizers", "node_splits")
 
 
+FLOAT32_TINY, FLOAT32_MAX = float(np.finfo(np.float32).smallest_subnormal), float(np.finfo(np.float32).max)
+FLOAT32_RANGE = (f"within float32's range [{FLOAT32_TINY:.2g}, {FLOAT32_MAX:.2g}] (training reads what configs are "
+                 f"ranked by as float32)")
+
+
+def _float32_holds(values: np.ndarray) -> np.ndarray:
+    """bool mask: the positive values that float32 holds (neither inf nor 0 once cast)."""
+    return (values >= FLOAT32_TINY) & (values <= FLOAT32_MAX)
+
+
 def _first(mask: np.ndarray) -> str:
     """Where the first True of `mask` is, and how many there are."""
     where = tuple(int(i) for i in np.argwhere(mask)[0])
@@ -180,7 +190,24 @@ class _Checker:
         if bad.any():
             raise self.fail(key, "positive runtimes (ns) on train/valid" if labelled else
                             "runtimes >= 0 (ns; zeros allowed on test)", f"{values[bad][0]} {_first(bad)}")
+        if labelled:
+            bad = ~_float32_holds(values)
+            if bad.any():
+                raise self.fail(key, f"runtimes (ns) {FLOAT32_RANGE}", f"{values[bad][0]:g} {_first(bad)}")
         return values
+
+    def tile_ratios(self, runtime: np.ndarray, normalizers: np.ndarray) -> None:
+        """Labelled tile graphs are ranked by runtime / normalizer, read as float32 in training: each ratio must lie
+        in float32's positive range (a ratio past float64 became inf and the valid score NaN)."""
+        with np.errstate(over="ignore", under="ignore"):
+            ratio = runtime.astype(np.float64) / normalizers.astype(np.float64)
+        bad = ~_float32_holds(ratio)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise self.fail(("config_runtime", "config_runtime_normalizers"),
+                            f"ratios config_runtime / config_runtime_normalizers {FLOAT32_RANGE}",
+                            f"{ratio[i]:g} at index {i} (config_runtime {runtime[i]:g} / config_runtime_normalizers "
+                            f"{normalizers[i]:g}; {int(bad.sum())} such values)")
 
     def floats(self, key: str, array: np.ndarray, expected: tuple) -> np.ndarray:
         """A finite real array of `expected` shape, as float32."""
@@ -253,6 +280,8 @@ def check_arrays(path: Path, kind: str, split: str, arrays: dict[str, np.ndarray
         if "config_runtime_normalizers" in arrays:
             normalizers = c.runtimes("config_runtime_normalizers", arrays["config_runtime_normalizers"], labelled)
             c.same_count("config_runtime_normalizers", len(normalizers), "entries", "config_runtime", n_configs)
+            if labelled:
+                c.tile_ratios(config_runtime, normalizers)
             out["config_runtime_normalizers"] = normalizers
         return out
     node_config_ids = c.ints("node_config_ids", arrays["node_config_ids"], (None,))

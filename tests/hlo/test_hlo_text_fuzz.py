@@ -128,3 +128,18 @@ def test_a_deeply_nested_tuple_shape_parses_without_recursion(jax_hlo):
     with pytest.raises(HloParseError, match=rf"^{SOURCE}:{at + 2}: expected ',' or '\)' after an element of a tuple "
                                             r"shape, found 'junk\)"):
         parse_module("\n".join([*lines[:at + 1], junk, *lines[at + 1:]]), SOURCE)
+
+
+def test_a_computation_closed_with_its_execution_thread_parses(jax_hlo):
+    """XLA prints a computation of another thread (host offloading, async work) as `}, execution_thread="host"`,
+    and its parser reads it; the reader refused the line as an instruction. The thread is not among the 140
+    columns: the module parses to the same graph. Any other text after the '}' is still named with its line."""
+    lines = jax_hlo["lowered"].split("\n")
+    entry = next(i for i, line in enumerate(lines) if line.startswith("ENTRY"))
+    closes = [i for i, line in enumerate(lines[:entry]) if line.strip() == "}"]
+    assert closes                                               # the while, cond and pad computations
+    threaded = [line + ', execution_thread="host"' if i in closes else line for i, line in enumerate(lines)]
+    assert parse_module("\n".join(threaded), SOURCE) == parse_module(jax_hlo["lowered"], SOURCE)
+    junk = [line + ", junk" if i == closes[0] else line for i, line in enumerate(lines)]
+    with pytest.raises(HloParseError, match=rf"^{SOURCE}:{closes[0] + 1}: expected "):
+        parse_module("\n".join(junk), SOURCE)

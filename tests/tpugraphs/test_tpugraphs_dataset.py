@@ -64,6 +64,8 @@ def test_npz_root_errors_name_the_folder(tmp_path):
         npz_root(None)
     write_npz(tmp_path / "npz/tile/xla/train/t.npz", make_tile_arrays())
     _raises(tmp_path / "npz/tile/xla/test", None, lambda: graph_paths(tmp_path, TILE, "test"))
+    graph = tmp_path / "npz/tile/xla/train/t.npz"               # data.root=<a graph file> said "no such folder"
+    assert _raises(graph, None, lambda: npz_root(graph)).endswith("; found a file, not a folder")
 
 
 # ----------------------------------------------------------------------------------------------- loading
@@ -153,6 +155,35 @@ def test_real_runtimes_load_as_float64(tmp_path, dtype):
     path = write_npz(tmp_path / "z.npz", layout)
     assert load_graph(path, LAYOUT, "test").config_runtime.tolist() == [0.0] * 4
     _raises(path, "config_runtime", lambda: load_graph(path, LAYOUT, "train"))
+
+
+
+@pytest.mark.parametrize("kind, runtime, normalizers, key, found", [
+    ("layout", [300.0, 1e300, 200.0, 400.0], None, "config_runtime", "found 1e+300 at index 1 (1 such values)"),
+    ("layout", [300.0, 1e-300, 200.0, 400.0], None, "config_runtime", "found 1e-300 at index 1 (1 such values)"),
+    ("tile", [1e30, 900.0, 1500.0], [1e-10, 1010.0, 990.0], ("config_runtime", "config_runtime_normalizers"),
+     "found 1e+40 at index 0 (config_runtime 1e+30 / config_runtime_normalizers 1e-10; 1 such values)"),
+    ("tile", [1200.0, 900.0, 1e300], [1000.0, 1010.0, 1e-10], "config_runtime",
+     "found 1e+300 at index 2 (1 such values)"),      # was a ratio of inf (past float64): a NaN valid score
+    ("tile", [1200.0, 1e-20, 1500.0], [1000.0, 1e30, 990.0], ("config_runtime", "config_runtime_normalizers"),
+     "found 1e-50 at index 1 (config_runtime 1e-20 / config_runtime_normalizers 1e+30; 1 such values)"),
+])
+def test_labelled_runtimes_beyond_float32_are_refused(tmp_path, kind, runtime, normalizers, key, found):
+    """Training reads runtimes (tile: runtime / normalizer) as float32: a float64 runtime past its range became inf
+    or 0 there, every pair of configs tied and the graph taught nothing without a word, and a tile ratio past
+    float64 made the valid score NaN. Refused on train and valid, naming the value; test ignores runtimes."""
+    arrays = make_tile_arrays() if kind == "tile" else make_layout_arrays()
+    arrays["config_runtime"] = np.array(runtime)
+    if normalizers is not None:
+        arrays["config_runtime_normalizers"] = np.array(normalizers)
+    path = write_npz(tmp_path / "far.npz", arrays)
+    collection = TILE if kind == "tile" else LAYOUT
+    for split in ("train", "valid"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")             # numpy's overflow RuntimeWarning would be a second stderr line
+            message = _raises(path, key, lambda: load_graph(path, collection, split))
+        assert "within float32's range [1.4e-45, 3.4e+38]" in message and message.endswith(found), message
+    assert load_graph(path, collection, "test").n_configs == len(runtime)
 
 
 # ------------------------------------------------------------------------------------- corrupted files

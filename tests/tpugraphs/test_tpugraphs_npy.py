@@ -69,3 +69,44 @@ def test_a_header_shape_too_large_for_numpy_is_refused(tmp_path, shape):
         zf.writestr("node_feat.npy", b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode())
     with pytest.raises(TpuGraphsFormatError, match=r"huge.npz \[key 'node_feat'\]: expected an array of at most"):
         list_members(path)
+
+
+def header_stream(text: str, data: bytes = b""):
+    """An npy 1.0 stream with the header dict `text` (padded as numpy pads it), then `data`."""
+    import io
+
+    text += " " * (-(10 + len(text) + 1) % 64) + "\n"
+    return io.BytesIO(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1") + data)
+
+
+@pytest.mark.parametrize("fields, found", [
+    ("'descr': '<f4', 'fortran_order': False, 'shape': (2.9, 3)", "shape (2.9, 3)"),   # was read as 2 rows
+    ("'descr': '<f4', 'fortran_order': False, 'shape': [2, 3]", "shape [2, 3]"),
+    ("'descr': '<f4', 'fortran_order': False, 'shape': (True, 6)", "shape (True, 6)"),
+    ("'descr': '<f4', 'fortran_order': 'no', 'shape': (2, 3)", "fortran_order 'no'"),   # was True ('no' is truthy)
+    ("'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1", "keys ['descr', 'fortran_order', 'shape', 'x']"),
+    ("'descr': '(3,)<f4', 'fortran_order': False, 'shape': (2,)", "descr '(3,)<f4' (a sub-array dtype)"),
+])
+def test_a_header_numpy_itself_refuses_is_refused(tmp_path, fields, found):
+    """numpy.load refuses these headers (and numpy.save never writes them); the reader took them, casting 2.9 rows
+    to 2, reading fortran_order 'no' as True and ignoring unknown keys."""
+    from pipeline.tpugraphs.errors import TpuGraphsFormatError
+    from pipeline.tpugraphs.npy import read_npy_header
+
+    with pytest.raises(TpuGraphsFormatError) as info:
+        read_npy_header(header_stream("{" + fields + "}", bytes(24)), tmp_path / "x.npz", "node_feat")
+    assert str(info.value).startswith(f"{tmp_path / 'x.npz'} [key 'node_feat']: expected an npy header dict "
+                                      "{descr, fortran_order, shape} as numpy writes it (a tuple of int sizes, a "
+                                      "bool fortran_order); found ") and str(info.value).endswith(found)
+    valid = header_stream("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", bytes(24))
+    assert read_npy_header(valid, tmp_path / "x.npz", "node_feat")[1:] == ((2, 3), np.dtype("<f4"), False)
+
+
+def test_an_unreadable_header_is_echoed_shortened(tmp_path):
+    """A header nested 5000 lists deep was echoed whole: a 10 KB error line."""
+    from pipeline.tpugraphs.errors import TpuGraphsFormatError
+    from pipeline.tpugraphs.npy import read_npy_header
+
+    with pytest.raises(TpuGraphsFormatError) as info:
+        read_npy_header(header_stream("{'x': " + "[" * 5000 + "]" * 5000 + "}"), tmp_path / "x.npz", "node_feat")
+    assert len(str(info.value)) < 400 and "..." in str(info.value)
