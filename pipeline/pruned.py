@@ -122,6 +122,17 @@ def read_index(pruned_dir: str | Path, collection_slug: str) -> pd.DataFrame:
     return table
 
 
+def header_configs(members: dict) -> int | None:
+    """The configuration count of a graph from its npz members' headers (`list_members`): config_runtime's length,
+    else (a test file may leave its hidden runtimes out) that of config_feat or node_config_feat, as the loader
+    counts them; None when no member says."""
+    for key in ("config_runtime", "config_feat", "node_config_feat"):
+        member = members.get(key)
+        if member is not None and member.shape:
+            return int(member.shape[0])
+    return None
+
+
 def check_pruned_from(pruned_dir: str | Path, collection, data_root: str | Path) -> None:
     """PipelineError unless the pruned collection holds the graphs of `data_root`, split by split (ids, and
     configuration counts from the npz headers; train graphs prune skipped aside): a model stage run by hand after
@@ -146,8 +157,7 @@ def check_pruned_from(pruned_dir: str | Path, collection, data_root: str | Path)
                    ([f"{len(new)} graph(s) there not pruned ({clipped(str(new), 60)})"] if new else [])
         if not problems:
             for path in there:
-                member = list_members(path).get("config_runtime")
-                configs = member.shape[0] if member is not None and member.shape else None
+                configs = header_configs(list_members(path))
                 if configs != pruned[path.stem]:
                     problems.append(f"{path.name} has {configs} configurations, its pruned graph {pruned[path.stem]}")
                     break

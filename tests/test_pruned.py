@@ -67,3 +67,23 @@ def test_a_pruned_collection_of_other_data_is_refused_naming_the_change(tmp_path
     write_npz(folder / "train/a.npz", arrays)
     with pytest.raises(PipelineError, match=r"\(train\); found a.npz has 3 configurations, its pruned graph 4"):
         check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")
+
+
+def test_a_test_file_without_its_hidden_runtimes_is_counted_by_its_configurations(tmp_path):
+    """Official test files may leave config_runtime out (the loader counts node_config_feat's rows): the check that the
+    pruned graphs are the data root's counted such a file as None configurations and refused the real test split."""
+    from conftest import make_layout_arrays, write_layout_splits, write_npz
+    from pipeline.config import compose
+    from pipeline.prune import prune_collection
+    from pipeline.pruned import check_pruned_from
+    from pipeline.settings.prune import prune_settings
+    from pipeline.tpugraphs.dataset import Collection
+
+    collection, folder = Collection.parse("layout-xla-random"), tmp_path / "data/npz/layout/xla/random"
+    write_layout_splits(folder)
+    arrays = make_layout_arrays()
+    del arrays["config_runtime"]
+    write_npz(folder / "test/c.npz", arrays)
+    prune_collection(tmp_path / "data", collection, tmp_path / "pruned",
+                     prune_settings(compose(["data=programs_ci"]), collection))
+    check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")            # no refusal
