@@ -12,18 +12,19 @@ weights.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
+import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.config import data_fingerprint, stage_args
 from pipeline.ensembling.blend import blend, gain_over_best_member, pick_weights
-from pipeline.errors import run_main
+from pipeline.errors import PipelineError, clipped, run_main
 from pipeline.scoring import metrics
 from pipeline.timings import Stopwatch, write_timings
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth, score_line
-from pipeline.predictions import load_predictions, predictions_path, save_predictions
-from pipeline.tpugraphs.dataset import Collection
+from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
+from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 
@@ -33,9 +34,8 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
 
     watch = Stopwatch()
     names = list(cfg.ensemble.members)
-    preds = {split: [load_predictions(predictions_path(cfg.paths.predictions_dir, m, collection.slug, split))
-                     for m in names] for split in PREDICTED_SPLITS}
     truth = {split: load_truth(cfg, collection, split) for split in PREDICTED_SPLITS}
+    preds = {split: member_predictions(cfg, names, collection, split, truth[split]) for split in PREDICTED_SPLITS}
     member_scores = {split: {m: metrics.score_predictions(collection.kind, p, truth[split])["score"]
                              for m, p in zip(names, preds[split])}
                      for split in PREDICTED_SPLITS if truth[split] is not None}
@@ -61,6 +61,32 @@ def run(cfg: DictConfig, collection: Collection) -> dict:
                                   **{f"{s}/gain_over_best_member": g for s, g in gain["gain"].items()},
                                   **{f"{s}/score": result[s]["score"] for s in PREDICTED_SPLITS if s in result}})
     return result
+
+
+def member_predictions(cfg: DictConfig, names: Sequence[str], collection: Collection, split: str,
+                       truth: Mapping[str, np.ndarray] | None) -> list[Predictions]:
+    """Each member's predictions of `split`, refused in one line naming the file unless they score exactly the split's
+    graphs, one score per configuration (those of `truth`, else of the graph files: real test data has no truth): a
+    member whose stage last ran on other data (a stage run by hand after a data.root change) made a ValueError
+    traceback on valid, and on test its graphs were blended unchecked."""
+    if truth is not None:
+        expected = {g: len(runtimes) for g, runtimes in truth.items()}
+    else:
+        expected = {p.stem: load_graph(p, collection, split).n_configs
+                    for p in graph_paths(npz_root(cfg.data.root), collection, split)}
+    members = []
+    for name in names:
+        path = predictions_path(cfg.paths.predictions_dir, name, collection.slug, split)
+        preds = load_predictions(path)
+        try:
+            preds.check_covers(expected, where="found")
+        except ValueError as error:
+            raise PipelineError(f"{path}: expected the scores of the {len(expected)} {split} graph(s) of {cfg.data.root}, "
+                                f"one per configuration; found {clipped(str(error).removeprefix('found: '), 300)}; "
+                                f"it was written on other data: re-run `python -m pipeline.{name} --collection "
+                                f"{collection.slug}` (or `dvc repro`)") from None
+        members.append(preds)
+    return members
 
 
 def main(argv: Sequence[str] | None = None) -> None:

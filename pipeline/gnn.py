@@ -46,8 +46,8 @@ from pipeline.graphnet.settings import GnnSettings
 from pipeline.graphnet.train_loop import FitResult, TrainSettings, fit, pick_device
 from pipeline.predictions import Predictions, predictions_path, save_predictions
 from pipeline.scoring import metrics as scoring
-from pipeline.pruned import (INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir,
-                             iter_split)
+from pipeline.pruned import (INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, PrunedGraph, check_pruned_from,
+                             collection_dir, iter_split)
 from pipeline.pruning.normalize import Normalizer
 from pipeline.settings.gnn import gnn_settings
 from pipeline.tpugraphs.dataset import Collection
@@ -340,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     collection = Collection.parse(args.collection)
     settings = gnn_settings(cfg, collection)
     warn_threads("gnn.num_threads", settings.num_threads)
+    check_pruned_from(cfg.paths.pruned_dir, collection, cfg.data.root)      # before any training or output
     metrics = run(cfg, collection, settings=settings)
     if metrics is not None:
         from pipeline.scoring.evaluate import score_line

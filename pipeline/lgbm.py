@@ -29,7 +29,7 @@ from pipeline.lgbm_model.rank_data import build_rank_data
 from pipeline.lgbm_model.settings import LgbmSettings
 from pipeline.lgbm_model.train import convergence, train_ranker, warn_budget
 from pipeline.predictions import predictions_path, save_predictions
-from pipeline.pruned import iter_split, read_index
+from pipeline.pruned import check_pruned_from, iter_split, read_index
 from pipeline.settings.lgbm import lgbm_settings
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
@@ -99,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     collection = Collection.parse(args.collection)
     settings = lgbm_settings(cfg, collection)
     warn_threads("lgbm.num_threads", settings.num_threads)
+    check_pruned_from(cfg.paths.pruned_dir, collection, cfg.data.root)      # before any training or output
     result = run(cfg, collection, settings)
     print(score_line(MODEL, collection.slug, result, result["seconds"]))
 

@@ -9,12 +9,14 @@ graph g's scores are `scores[offsets[g]:offsets[g+1]]`, indexed by the original 
 """
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
 import numpy as np
 
+from pipeline.errors import PipelineError, clipped
 from pipeline.files import atomic_path
 
 
@@ -70,16 +72,28 @@ def save_predictions(preds: Predictions, path: str | Path) -> None:
 
 
 def load_predictions(path: str | Path) -> Predictions:
-    """Read a predictions file written by `save_predictions`."""
+    """Read a predictions file written by `save_predictions`; anything else (not an npz, keys or offsets that do
+    not fit, NaN scores) is a PipelineError naming the file (a ValueError traceback until 2026-12-08)."""
     path = Path(path)
-    with np.load(path, allow_pickle=False) as z:
-        for key in ("graph_id", "offsets", "scores"):
-            if key not in z.files:
-                raise ValueError(f"{path}: key {key!r} missing; expected graph_id, offsets, scores")
-        graph_ids, offsets, scores = z["graph_id"], z["offsets"], z["scores"]
-    if len(offsets) != len(graph_ids) + 1 or offsets[-1] != len(scores):
-        raise ValueError(f"{path}: offsets {len(offsets)} do not match {len(graph_ids)} graphs / {len(scores)} scores")
-    preds = Predictions()
-    for g, start, stop in zip(graph_ids, offsets[:-1], offsets[1:]):
-        preds[str(g)] = scores[start:stop]
+    what = "a predictions file (npz of graph_id, offsets, scores, as the model stages write it)"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [key for key in ("graph_id", "offsets", "scores") if key not in z.files]
+            if missing:
+                raise PipelineError(f"{path}: expected {what}; found no key {missing[0]!r}")
+            graph_ids, offsets, scores = z["graph_id"], z["offsets"], z["scores"]
+        if len(offsets) != len(graph_ids) + 1 or offsets[0] != 0 or offsets[-1] != len(scores) \
+                or np.any(np.diff(offsets) < 0):
+            raise PipelineError(f"{path}: expected {what}; found offsets {clipped(str(offsets.tolist()), 60)} that "
+                                f"do not cut {len(scores)} scores into {len(graph_ids)} graphs")
+        if len(set(graph_ids.tolist())) != len(graph_ids):
+            raise PipelineError(f"{path}: expected {what}; found a graph_id twice")
+        preds = Predictions()
+        for g, start, stop in zip(graph_ids, offsets[:-1], offsets[1:]):
+            preds[str(g)] = scores[start:stop]
+    except (PipelineError, FileNotFoundError):          # FileNotFoundError: run_main names the missing file
+        raise
+    except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as error:   # numpy's, zipfile's, NaN scores
+        found = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PipelineError(f"{path}: expected {what}; found {clipped(found, 120)}") from None
     return preds

@@ -29,6 +29,7 @@ from pipeline.settings.prune import prune_settings
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_FILE, NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, collection_dir,
                              spread_summary, write_index)
 from pipeline.tpugraphs.dataset import Collection, check_disjoint_splits, npz_root
+from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.leaks import check_content_leaks
 from pipeline.tpugraphs.schema import SPLITS
 from pipeline.timings import Stopwatch, write_timings
@@ -50,6 +51,19 @@ def split_totals(rows: list[dict]) -> dict:
         split_rows = [r for r in rows if r["split"] == split]
         out[split] = {"graphs": len(split_rows), **{k: int(sum(r[k] for r in split_rows)) for k in COUNT_COLUMNS}}
     return out
+
+
+def check_rankable(done: list[GraphResult], folder: Path) -> None:
+    """TpuGraphsFormatError unless train and valid each hold a graph with two configurations of different runtimes
+    (once repeated configurations are merged): without one, train teaches the models no order (LightGBM and the GNN
+    trained on nothing and wrote models) and valid scores every model alike (a tied graph's Kendall tau is 0), and
+    both went unnoticed."""
+    for split, why in (("train", "to teach the models an order"), ("valid", "to score the models on")):
+        graphs = [r for r in done if r.split == split]
+        if graphs and not any(r.ranks for r in graphs):
+            raise TpuGraphsFormatError(folder / split, None, f"a {split} graph with two configurations of different "
+                                       f"runtimes ({why})", f"{len(graphs)} graph(s), each with one configuration "
+                                       f"(repeats merged) or all its runtimes equal")
 
 
 def prune_collection(root: str | Path, collection: str | Collection, pruned_dir: str | Path,
@@ -82,6 +96,7 @@ def prune_collection(root: str | Path, collection: str | Collection, pruned_dir:
                             "error": str(result.error)})
         done = [r for r in results if r.error is None]
         check_content_leaks(((r.split, root / r.source_file, r.digest, r.copy) for r in done))
+        check_rankable(done, root / collection.subdir)
         train_stats = ColumnStats.combine(r.stats for r in done if r.split == "train")
         normalizer = fit_normalizer(train_stats, params.log_mask, params.pad_value, params.drop_constant,
                                     where=f"{root / collection.subdir / 'train'}", min_std=params.min_std)

@@ -32,3 +32,33 @@ def test_load_rejects_inconsistent_file(tmp_path):
     np.savez(path, graph_id=np.array(["a"]), offsets=np.array([0, 5]), scores=np.zeros(3))
     with pytest.raises(ValueError, match="offsets"):
         load_predictions(path)
+
+
+@pytest.mark.parametrize("write, found", [
+    (lambda p: p.write_bytes(b""), "No data left in file"),
+    (lambda p: p.write_bytes(b"garbage"), "pickled"),
+    (lambda p: np.savez(p, graph_id=np.array(["a"]), offsets=np.array([0, 1])), "no key 'scores'"),
+    (lambda p: np.savez(p, graph_id=np.array(["a"]), offsets=np.array([0, 1]), scores=np.array([np.nan])),
+     "predictions for graph 'a' contain NaN or inf"),
+    (lambda p: np.savez(p, graph_id=np.array(["a", "b"]), offsets=np.array([0, 5, 1]), scores=np.ones(1)),
+     "offsets [0, 5, 1] that do not cut 1 scores into 2 graphs"),
+    (lambda p: np.savez(p, graph_id=np.array(["a", "a"]), offsets=np.array([0, 1, 2]), scores=np.ones(2)),
+     "a graph_id twice"),
+    (lambda p: np.savez(p, graph_id=np.array("a"), offsets=np.array([0, 1]), scores=np.ones(1)), "unsized object"),
+    (lambda p: np.savez(p, graph_id=np.array(["a"]), offsets=np.array([0, 1]), scores=np.array(["x"])),
+     "could not convert string to float"),
+])
+def test_load_refuses_what_save_never_writes_in_one_line_naming_the_file(tmp_path, write, found):
+    """Each was a ValueError or TypeError traceback in ensemble and submit (a file of two rows of one graph loaded
+    its last, one of a negative span an empty graph)."""
+    from pipeline.errors import PipelineError
+
+    path = tmp_path / "test.npz"
+    write(path)
+    with pytest.raises(PipelineError) as caught:
+        load_predictions(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: expected a predictions file (npz of graph_id, offsets, scores") and \
+        found in message and "\n" not in message, message
+    with pytest.raises(FileNotFoundError):
+        load_predictions(tmp_path / "absent.npz")

@@ -199,6 +199,31 @@ def test_skip_invalid_train_lists_the_graph(tmp_path):
     assert stem("train", 1) not in set(pd.read_csv(folder / "index.csv").query("split == 'train'")["graph_id"])
 
 
+def _spoil_runtimes(root: Path, split: str, graphs: range, how: str) -> None:
+    for g in graphs:
+        arrays = layout_arrays(split, seed=g)
+        if how == "tied":
+            arrays["config_runtime"] = np.full(6, 250, np.int64)
+        else:       # one configuration: its repeats (rows 3, 4 repeat 0, 1) merge into it
+            arrays["node_config_feat"] = np.repeat(arrays["node_config_feat"][:1], 6, axis=0)
+        write_npz(root / "npz/layout/xla/random" / split / f"{stem(split, g)}.npz", arrays)
+
+
+@pytest.mark.parametrize("split, how", [("train", "tied"), ("train", "one config"), ("valid", "tied"),
+                                        ("valid", "one config")])
+def test_a_split_with_no_two_runtimes_to_order_is_refused_naming_its_folder(tmp_path, split, how):
+    root = build_layout(tmp_path / "data", n_graphs=2)
+    _spoil_runtimes(root, split, range(1), how)
+    prune_collection(root, LAYOUT, tmp_path / "one", params())          # one graph of two: the other teaches
+    _spoil_runtimes(root, split, range(2), how)
+    folder = root / "npz/layout/xla/random" / split
+    with pytest.raises(TpuGraphsFormatError, match=f"^{folder}: expected a {split} graph with two configurations of "
+                                                   f"different runtimes .*; found 2 graph\\(s\\), each with one "
+                                                   f"configuration \\(repeats merged\\) or all its runtimes equal$"):
+        prune_collection(root, LAYOUT, tmp_path / "out", params())
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())   # no output, no temp folder
+
+
 def test_main_writes_metrics(tmp_path, layout_run, capsys):
     root, _, _ = layout_run
     main(["--collection", "layout:xla:random", "data=programs_ci", f"data.root={root}",

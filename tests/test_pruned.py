@@ -25,3 +25,65 @@ def test_graph_ids_that_look_missing_or_numeric_are_read_verbatim(tmp_path):
     table = read_index(tmp_path, SLUG)
     assert sorted(table["graph_id"]) == sorted(NA_LIKE_IDS) and table["nodes"].dtype == np.int64
     assert sorted(g.graph_id for g in iter_split(tmp_path, SLUG, "train")) == sorted(NA_LIKE_IDS)
+
+
+def test_a_pruned_collection_of_other_data_is_refused_naming_the_change(tmp_path):
+    """Stage lgbm or gnn run by hand after data.root changed, prune not re-run: they trained on the old graphs,
+    wrote model and predictions, then died in a ValueError traceback scoring them (check_pruned_from, before)."""
+    import json
+
+    import pytest
+    from conftest import make_layout_arrays, write_layout_splits, write_npz
+    from pipeline.errors import PipelineError
+    from pipeline.config import compose
+    from pipeline.prune import prune_collection
+    from pipeline.pruned import check_pruned_from
+    from pipeline.settings.prune import prune_settings
+    from pipeline.tpugraphs.dataset import Collection
+
+    collection, folder = Collection.parse("layout-xla-random"), tmp_path / "data/npz/layout/xla/random"
+    write_layout_splits(folder)
+    prune_collection(tmp_path / "data", collection, tmp_path / "pruned",
+                     prune_settings(compose(["data=programs_ci"]), collection))
+    check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")           # the data it was pruned from
+    out = collection_dir(tmp_path / "pruned", collection.slug)
+    report = json.loads((out / "report.json").read_text())
+    (out / "report.json").write_text(json.dumps({**report, "skipped": [{"split": "train", "graph_id": "z"}]}))
+    (folder / "train/z.npz").write_bytes(b"skipped by prune.skip_invalid_train")
+    check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")           # a skipped train graph is no change
+    write_npz(folder / "valid/b2.npz", make_layout_arrays())
+    with pytest.raises(PipelineError, match=rf"^{out}: expected the graphs of data.root {tmp_path / 'data'} \(valid\); "
+                                            rf"found 1 graph\(s\) there not pruned \(\['b2'\]\): pruned from other data, "
+                                            rf"re-run `python -m pipeline.prune --collection layout-xla-random`"):
+        check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")
+    (folder / "valid/b2.npz").unlink()
+    (folder / "test/c.npz").rename(folder / "test/c2.npz")
+    with pytest.raises(PipelineError, match=r"\(test\); found 1 pruned graph\(s\) not there \(\['c'\]\); 1 graph\(s\) "
+                                            r"there not pruned \(\['c2'\]\)"):
+        check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")
+    (folder / "test/c2.npz").rename(folder / "test/c.npz")
+    arrays = make_layout_arrays()
+    arrays["node_config_feat"], arrays["config_runtime"] = arrays["node_config_feat"][:3], arrays["config_runtime"][:3]
+    write_npz(folder / "train/a.npz", arrays)
+    with pytest.raises(PipelineError, match=r"\(train\); found a.npz has 3 configurations, its pruned graph 4"):
+        check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")
+
+
+def test_a_test_file_without_its_hidden_runtimes_is_counted_by_its_configurations(tmp_path):
+    """Official test files may leave config_runtime out (the loader counts node_config_feat's rows): the check that the
+    pruned graphs are the data root's counted such a file as None configurations and refused the real test split."""
+    from conftest import make_layout_arrays, write_layout_splits, write_npz
+    from pipeline.config import compose
+    from pipeline.prune import prune_collection
+    from pipeline.pruned import check_pruned_from
+    from pipeline.settings.prune import prune_settings
+    from pipeline.tpugraphs.dataset import Collection
+
+    collection, folder = Collection.parse("layout-xla-random"), tmp_path / "data/npz/layout/xla/random"
+    write_layout_splits(folder)
+    arrays = make_layout_arrays()
+    del arrays["config_runtime"]
+    write_npz(folder / "test/c.npz", arrays)
+    prune_collection(tmp_path / "data", collection, tmp_path / "pruned",
+                     prune_settings(compose(["data=programs_ci"]), collection))
+    check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")            # no refusal

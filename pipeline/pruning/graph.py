@@ -59,6 +59,7 @@ class GraphResult:
     error: TpuGraphsFormatError | None = None
     digest: str | None = None            # pipeline.tpugraphs.leaks.graph_digest of the loaded graph
     copy: str | None = None              # pipeline.tpugraphs.leaks.copy_digest (graph and runtimes)
+    ranks: bool = False                  # train/valid: two kept configurations of different runtimes (a pair to order)
 
 
 def target_runtime(graph: Graph) -> np.ndarray:
@@ -84,9 +85,10 @@ def _stream_node_config_feat(graph: Graph, path: Path, chunk_size: int) -> Dedup
 
 
 def prune_graph(graph: Graph, params: PruneParams,
-                folder: Path) -> tuple[dict, ColumnStats | None, np.ndarray | None]:
-    """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row, train statistics and, on train,
-    the relative runtime spread of its groups of identical configurations (`dedup.relative_spread`).
+                folder: Path) -> tuple[dict, ColumnStats | None, np.ndarray | None, bool]:
+    """Prune `graph` into `folder` (a PrunedGraph folder); returns its index row, train statistics, on train the
+    relative runtime spread of its groups of identical configurations (`dedup.relative_spread`), and whether a
+    labelled graph keeps two configurations of different runtimes (a pair a model can be taught or scored on).
 
     Raises:
         TpuGraphsFormatError: a node_config_feat value outside {-1, 0..5} (found while streaming).
@@ -123,7 +125,8 @@ def prune_graph(graph: Graph, params: PruneParams,
            "configs": graph.n_configs, "configs_dedup": dedup.n_kept}
     train = graph.split == "train"
     stats = ColumnStats.of(signed_log(node_feat_raw, params.log_mask)) if train else None
-    return row, stats, relative_spread(runtime, dedup) if train else None
+    ranks = graph.split in LABELLED_SPLITS and bool(np.ptp(kept_runtime) > 0)
+    return row, stats, relative_spread(runtime, dedup) if train else None, ranks
 
 
 def prune_file(path: Path, collection: Collection, split: str, source_file: str, params: PruneParams,
@@ -137,7 +140,7 @@ def prune_file(path: Path, collection: Collection, split: str, source_file: str,
     try:
         graph = load_graph(path, collection, split)
         result.digest, result.copy = graph_digest(graph), copy_digest(graph)
-        row, result.stats, result.spread = prune_graph(graph, params, folder)
+        row, result.stats, result.spread, result.ranks = prune_graph(graph, params, folder)
         result.row = {**row, "source_file": source_file}
     except TpuGraphsFormatError as error:
         result.error = error
