@@ -27,6 +27,7 @@ ALLOWED = {                                     # (file, key named in a raise): 
     ("pipeline/graphnet/train_loop.py", "gnn.device"): "gnn.device=cuda on a machine without CUDA (environment)",
     ("pipeline/graphnet/scoring.py", "gnn.seeds"): "a member's model file is missing (data)",
     ("pipeline/tpugraphs/dataset.py", "data.root"): "npz_root(None): no folder to read the graphs from (data)",
+    ("pipeline/pruned.py", "data.root"): "the pruned graphs are not data.root's (prune not re-run: data)",
     ("pipeline/tuning/tool.py", "data.collections"): "the asked collection's models were not trained (data)",
     ("pipeline/synthesize.py", "data.kind"): "stage synthesize does not apply to real data (valid for the others)",
     ("pipeline/synthesize.py", "paths.synthetic_dir"): "the folder it replaces holds files it did not write (data)",
