@@ -58,11 +58,11 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
             from pipeline.heuristic_model.scores import graph_scores
             return graph_scores(load_graph(path, collection, SPLIT), collection.kind, cfg.heuristic.chunk_size)
         if model == "lgbm":
-            from pipeline.lgbm_model.infer import load_booster, predict_graph
+            from pipeline.lgbm_model.infer import load_booster, model_file, predict_graph
             from pipeline.settings.lgbm import lgbm_settings
             settings = lgbm_settings(cfg, collection)
             return predict_graph(load_booster(model_dir), graph, collection.kind, settings.features,
-                                 settings.num_threads)
+                                 settings.num_threads, model_file(model_dir))
         if model == "gnn":
             from pipeline.graphnet.scoring import seed_ensemble_scores
             from pipeline.settings.gnn import gnn_settings
