@@ -256,3 +256,24 @@ def test_models_trained_on_other_pruned_data_are_named(setup):
                              "changed); run stage lgbm again (dvc repro)"), line
     finally:
         shutil.rmtree(models, ignore_errors=True)
+
+
+def test_a_pruned_report_prune_never_writes_is_named(setup):
+    """report.json (what prune ran with) cut short was a JSONDecodeError traceback, one without 'params' a KeyError
+    traceback: one line names the file and the stage to re-run."""
+    from pipeline.pruned import REPORT_FILE, collection_dir
+
+    overrides, graph, base = setup
+    report = collection_dir(base / "pruned_dir", SLUG) / REPORT_FILE
+    before = report.read_text()
+    try:
+        report.write_text(before[:40])
+        assert refused(setup, graph, "--model", "heuristic", "--collection", SLUG).startswith(
+            f"error: {report}: not valid JSON (")
+        report.write_text(json.dumps({**json.loads(before), "params": {"hops": "3", "pad_value": -1, "dedup": "min"}}))
+        assert refused(setup, graph, "--model", "heuristic", "--collection", SLUG) == (
+            f"error: {report}: key 'params': expected what stage prune ran with (hops a count or 'all', a finite "
+            f"pad_value, dedup one of ('min', 'mean')); found {{'hops': '3', 'pad_value': -1, 'dedup': 'min'}}; run "
+            f"stage prune for {SLUG} again (dvc repro)")
+    finally:
+        report.write_text(before)
