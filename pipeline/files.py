@@ -111,7 +111,7 @@ def read_json(path: str | os.PathLike) -> dict:
     try:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise PipelineError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        raise PipelineError(f"{path}: not valid JSON ({err.msg}: line {err.lineno}, column {err.colno})") from None
     if not isinstance(payload, dict):
         raise PipelineError(f"{path}: expected a JSON object, found {type(payload).__name__}")
     return payload

@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from pipeline.errors import run_main
+from pipeline.errors import PipelineError, run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.timings import Stopwatch, write_timings
 from pipeline.files import write_csv
@@ -65,15 +65,22 @@ def pruned_graphs(cfg: DictConfig, collection: Collection, split: str) -> list[P
     return list(iter_split(cfg.paths.pruned_dir, collection.slug, split))
 
 
-def sibling_train_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
-    """gnn.joint_sources: the train graphs of `collection.sibling` (the other source, the same search; the schema
-    made sure it is configured), their `node_feat` recomputed from `node_feat_raw` with THIS collection's normaliser
-    (its columns and statistics) and their ids prefixed with the sibling's slug."""
+def sibling_folder(cfg: DictConfig, collection: Collection) -> Path:
+    """gnn.joint_sources: the pruned folder of `collection.sibling` (the other source, the same search; the schema
+    made sure it is configured); PipelineError naming its index when prune has not written it."""
     sibling = collection.sibling
     folder = collection_dir(cfg.paths.pruned_dir, sibling.slug)
     if not (folder / INDEX_FILE).exists():
-        raise ValueError(f"{folder / INDEX_FILE} missing: {collection.slug} trains on {sibling.slug}'s train graphs "
-                         f"too; run `dvc repro prune@{sibling.slug}` first")
+        raise PipelineError(f"{folder / INDEX_FILE} missing: {collection.slug} trains on {sibling.slug}'s train "
+                            f"graphs too; run `dvc repro prune@{sibling.slug}` first")
+    return folder
+
+
+def sibling_train_graphs(cfg: DictConfig, collection: Collection) -> list[PrunedGraph]:
+    """gnn.joint_sources: the train graphs of `collection.sibling` (`sibling_folder`), their `node_feat` recomputed
+    from `node_feat_raw` with THIS collection's normaliser (its columns and statistics) and their ids prefixed with
+    the sibling's slug."""
+    sibling, folder = collection.sibling, sibling_folder(cfg, collection)
     normalizer = Normalizer.load(collection_dir(cfg.paths.pruned_dir, collection.slug) / NORMALIZER_FILE)
     return [dataclasses.replace(g, graph_id=f"{sibling.slug}/{g.graph_id}",       # [nodes, this collection's columns]
                                 node_feat=normalizer.apply(g.node_feat_raw, folder / "train" / g.graph_id))
@@ -341,6 +348,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = gnn_settings(cfg, collection)
     warn_threads("gnn.num_threads", settings.num_threads)
     check_pruned_from(cfg.paths.pruned_dir, collection, cfg.data.root)      # before any training or output
+    if settings.joint_sources:                                              # it trains on the sibling's graphs too
+        sibling_folder(cfg, collection)
+        check_pruned_from(cfg.paths.pruned_dir, collection.sibling, cfg.data.root)
     metrics = run(cfg, collection, settings=settings)
     if metrics is not None:
         from pipeline.scoring.evaluate import score_line

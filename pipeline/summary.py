@@ -32,6 +32,7 @@ baselines per built-in test program and layout collection, over the compiler def
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -40,7 +41,7 @@ from omegaconf import DictConfig
 
 import pandas as pd
 
-from pipeline.errors import run_main
+from pipeline.errors import PipelineError, run_main, shortened
 from pipeline import notebook_data as reports
 from pipeline import plots_page
 from pipeline.config import stage_args
@@ -74,6 +75,26 @@ def split_summary(scores: Mapping[str, float]) -> dict:
     return {"kaggle": metrics.kaggle_score(scores), "collections": len(scores), **dict(scores)}
 
 
+def is_score(value: object) -> bool:
+    """A finite int or float, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_summary(summary: Mapping, path: Path) -> None:
+    """PipelineError naming `path` and the key unless each model maps splits to finite scores (or to null, or to
+    {"kaggle": score} as earlier runs nested them) and `autotune` is an object: one edited or mended by hand was
+    an AttributeError traceback, a string one line without the file, a NaN shown as 'nan'."""
+    for model, scores in summary.items():
+        values = None
+        if isinstance(scores, Mapping):
+            values = [scores.get(k) for k in ("share", "log_share")] if model == AUTOTUNE else \
+                [v.get("kaggle") if isinstance(v, Mapping) else v for v in scores.values()]
+        if values is None or not all(v is None or is_score(v) for v in values):
+            expected = "an object of stage autotune's shares" if model == AUTOTUNE else "{split: finite Kaggle score}"
+            raise PipelineError(f"{path}: key {model!r}: expected {expected} as stage summary writes it; found "
+                                f"{shortened(scores)}; run `python -m pipeline.summary` again")
+
+
 def model_summary(per_collection: Mapping[str, Mapping], splits: Sequence[str], where: str) -> dict:
     """Summaries of one model's splits from {slug: metrics dict}; a split is kept when every collection has it.
 
@@ -81,6 +102,12 @@ def model_summary(per_collection: Mapping[str, Mapping], splits: Sequence[str], 
     """
     result = {}
     for split in splits:
+        for slug, m in per_collection.items():
+            entry = m.get(split)
+            score = entry.get("score") if isinstance(entry, Mapping) else entry
+            if split in m and not (isinstance(entry, Mapping) and is_score(score)):
+                raise PipelineError(f"{where}/{slug}.json: key '{split}.score': expected a finite score as the stage "
+                                    f"writes it; found {shortened(score)}; run the stage again (dvc repro)")
         present = {slug: m[split]["score"] for slug, m in per_collection.items() if split in m}
         if not present:
             continue
@@ -188,6 +215,7 @@ def show(cfg: DictConfig) -> str:
         raise FileNotFoundError(f"{path}: no summary; run `dvc repro` (or `python -m pipeline.summary`) first")
     splits = list(cfg.summary.splits)
     summary = read_json(path)
+    check_summary(summary, path)
     autotune = summary.pop(AUTOTUNE, None) or {}
     table = leaderboard.workspace_table(summary, splits, str(cfg.summary.rank_split))
     share = "" if autotune.get("share") is None else (f"\nautotune: mean share of the oracle's gain "

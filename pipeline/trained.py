@@ -8,16 +8,16 @@ model's own inference library; the ensemble blends its members with the weights 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.choices import MODELS
+from pipeline.choices import MODELS, PRUNE_DEDUP_MODES
 from pipeline.config import data_fingerprint
-from pipeline.errors import PipelineError
-from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
+from pipeline.errors import PipelineError, shortened
+from pipeline.files import read_json
+from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
 from pipeline.scoring.evaluate import metrics_file
@@ -38,8 +38,7 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
     for needed in (report_path, normalizer_path):
         if not needed.is_file():
             raise PredictError(f"{needed}: missing; run stage prune for {collection.slug} first (dvc repro)")
-    saved = json.loads(report_path.read_text())["params"]       # what prune ran with (hops, padding, dedup)
-    params = prune_settings(cfg, collection, saved)
+    params = prune_settings(cfg, collection, saved_prune_params(report_path, collection))
     work_dir.mkdir(parents=True, exist_ok=True)
     result = prune_file(path, collection, SPLIT, str(path), params, work_dir)
     if result.error is not None:
@@ -47,6 +46,20 @@ def prune_new_graph(cfg: DictConfig, path: Path, collection: Collection, work_di
     folder = work_dir / result.graph_id
     write_normalized(folder, Normalizer.load(normalizer_path), path)
     return load_pruned_graph(folder, mmap=False)
+
+
+def saved_prune_params(report_path: Path, collection: Collection) -> dict:
+    """What stage prune ran with (report.json's `params`: hops, pad_value, dedup); PredictError naming the file when
+    it is not the report the stage writes (cut short, edited: a JSONDecodeError or KeyError traceback before)."""
+    saved = read_json(report_path).get("params")
+    hops = saved.get("hops") if isinstance(saved, dict) else None
+    if not isinstance(saved, dict) or not (hops == WHOLE_GRAPH or isinstance(hops, int) and hops >= 0) \
+            or saved.get("dedup") not in PRUNE_DEDUP_MODES or isinstance(saved.get("pad_value"), bool) \
+            or not isinstance(saved.get("pad_value"), (int, float)) or not np.isfinite(saved["pad_value"]):
+        raise PredictError(f"{report_path}: key 'params': expected what stage prune ran with (hops a count or "
+                           f"{WHOLE_GRAPH!r}, a finite pad_value, dedup one of {PRUNE_DEDUP_MODES}); found "
+                           f"{shortened(saved)}; run stage prune for {collection.slug} again (dvc repro)")
+    return saved
 
 
 def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Path, graph: PrunedGraph) -> np.ndarray:
@@ -58,11 +71,11 @@ def member_scores(cfg: DictConfig, model: str, collection: Collection, path: Pat
             from pipeline.heuristic_model.scores import graph_scores
             return graph_scores(load_graph(path, collection, SPLIT), collection.kind, cfg.heuristic.chunk_size)
         if model == "lgbm":
-            from pipeline.lgbm_model.infer import load_booster, predict_graph
+            from pipeline.lgbm_model.infer import load_booster, model_file, predict_graph
             from pipeline.settings.lgbm import lgbm_settings
             settings = lgbm_settings(cfg, collection)
             return predict_graph(load_booster(model_dir), graph, collection.kind, settings.features,
-                                 settings.num_threads)
+                                 settings.num_threads, model_file(model_dir))
         if model == "gnn":
             from pipeline.graphnet.scoring import seed_ensemble_scores
             from pipeline.settings.gnn import gnn_settings

@@ -14,6 +14,7 @@ from pruned_graphs import FEAT_DIM, make_layout_graph, make_tile_graph
 
 from pipeline import gnn as gnn_stage
 from pipeline.config import compose, repo_root
+from pipeline.errors import PipelineError
 from pipeline.graphnet.checkpoint import load_checkpoint, load_model
 from pipeline.graphnet.train_loop import TrainSettings
 from pipeline.predictions import load_predictions, predictions_path
@@ -301,8 +302,8 @@ def test_joint_sources_reads_the_sibling_train_graphs_normalised_as_this_collect
     own, sibling = Collection.parse("layout-xla-random"), Collection.parse("layout-nlp-random")
     cfg = compose(overrides(tmp_path))
     write_collection(tmp_path, own)
-    with pytest.raises(ValueError, match=r"layout-nlp-random/index.csv missing: .*prune@layout-nlp-random"):
-        gnn_stage.sibling_train_graphs(cfg, own)
+    with pytest.raises(PipelineError, match=r"layout-nlp-random/index.csv missing: .*prune@layout-nlp-random"):
+        gnn_stage.sibling_train_graphs(cfg, own)      # was a ValueError: a traceback, not one line
     write_collection(tmp_path, sibling)
     write_normalizer(tmp_path, own.slug)
     folder = tmp_path / "pruned" / sibling.slug / "train" / "train_0"
@@ -315,6 +316,25 @@ def test_joint_sources_reads_the_sibling_train_graphs_normalised_as_this_collect
     np.testing.assert_allclose(graphs[0].node_feat[0], [2.0, 0.0, -1.0, -0.5, -0.5, -0.5], atol=1e-6)
     np.testing.assert_allclose(graphs[0].node_feat[1:], -0.5)               # (0 - 1) / 2 everywhere else
     assert graphs[0].node_config_feat.shape[1] == 2                          # the sibling's configs unchanged
+
+
+def test_joint_sources_refuses_a_sibling_pruned_from_other_data_before_training(tmp_path, monkeypatch):
+    """gnn.joint_sources with the sibling's pruned folder of other data (data.root changed, prune re-run for this
+    collection only): the stage checked its own pruned folder against data.root, not the sibling's, and trained on
+    the sibling's old graphs silently. Now one line names the sibling's folder, before any output."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    own, sibling = Collection.parse("layout-xla-random"), Collection.parse("layout-nlp-random")
+    for collection in (own, sibling):
+        write_collection(tmp_path, collection)
+    write_normalizer(tmp_path, own.slug)
+    train = tmp_path / "syn" / "npz" / sibling.subdir / "train"
+    (train / "train_0.npz").rename(train / "train_9.npz")              # the sibling's data changed since prune
+    with pytest.raises(PipelineError, match=rf"^{tmp_path / 'pruned' / sibling.slug}: expected the graphs of "
+                                            rf"data.root .*\(train\); found 1 pruned graph\(s\) not there "
+                                            rf".*--collection {sibling.slug}"):
+        gnn_stage.main(["--collection", own.slug, *overrides(tmp_path), "gnn.joint_sources=true"])
+    assert not (tmp_path / "models").exists() and not (tmp_path / "metrics").exists()
+    gnn_stage.main(["--collection", own.slug, *overrides(tmp_path)])     # without joint_sources, the sibling is not read
 
 
 def test_joint_sources_trains_on_both_sources_and_tile_ignores_it(tmp_path, monkeypatch):

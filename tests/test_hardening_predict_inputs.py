@@ -214,3 +214,66 @@ def test_an_out_or_input_the_system_cannot_write_or_read_is_one_line(setup, tmp_
     assert error_line(run_entry("pipeline.predict", program, "--model", "heuristic", "--out", tmp_path / "r.csv",
                                 *overrides)) == f"error: {program}: cannot read (File name too long)"
     assert written(tmp_path) == []
+
+
+def test_models_trained_on_other_pruned_data_are_named(setup):
+    """prune re-run on other data (another data.root, an ad-hoc run) while the models were not: the pruned graphs
+    carry another number of normalised node_feat columns than the models were trained on. A GNN member ended in a
+    torch RuntimeError traceback (mat1 and mat2 shapes cannot be multiplied), LightGBM in a ValueError traceback
+    (feature columns differ from the model's); each is one line naming the model file and the stage to re-run."""
+    import lightgbm as lgb
+    import torch
+
+    from pipeline.graphnet import checkpoint as ckpt
+    from pipeline.graphnet.members import member_dir
+    from pipeline.graphnet.model import build_model
+    from pipeline.pruned import NORMALIZER_FILE, collection_dir
+    from pipeline.pruning.normalize import Normalizer
+    from pipeline.settings.gnn import gnn_settings
+
+    overrides, graph, base = setup
+    cfg, collection = compose(overrides), Collection.parse(SLUG)
+    columns = len(Normalizer.load(collection_dir(cfg.paths.pruned_dir, SLUG) / NORMALIZER_FILE).columns)
+    settings, models = gnn_settings(cfg, collection), base / "models_dir"
+    try:
+        torch.manual_seed(0)
+        for member in settings.members:
+            net = build_model(settings.spec(columns + 3))
+            ckpt.save_model(net, net.spec, member_dir(models / "gnn" / SLUG, member) / ckpt.MODEL_FILE, {})
+        first = member_dir(models / "gnn" / SLUG, settings.members[0]) / ckpt.MODEL_FILE
+        assert refused(setup, graph, "--model", "gnn", "--collection", SLUG) == (
+            f"error: {first}: a model of {columns + 3} node_feat columns, but the pruned graphs of {SLUG} have "
+            f"{columns} (prune ran on other data or settings since stage gnn trained it); run stage gnn again "
+            f"(dvc repro)")
+        booster = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                            lgb.Dataset(np.random.default_rng(0).random((40, 3)), label=np.arange(40.0)), 3)
+        (models / "lgbm" / SLUG).mkdir(parents=True)
+        booster.save_model(str(models / "lgbm" / SLUG / "model.txt"))
+        line = refused(setup, graph, "--model", "lgbm", "--collection", SLUG)
+        assert line.startswith(f"error: {models / 'lgbm' / SLUG / 'model.txt'}: a model of 3 feature columns "
+                               f"(Column_0, Column_1, ...), but graph 'new' gives "), line
+        assert line.endswith("(prune ran on other data or settings since stage lgbm trained it, or lgbm.features "
+                             "changed); run stage lgbm again (dvc repro)"), line
+    finally:
+        shutil.rmtree(models, ignore_errors=True)
+
+
+def test_a_pruned_report_prune_never_writes_is_named(setup):
+    """report.json (what prune ran with) cut short was a JSONDecodeError traceback, one without 'params' a KeyError
+    traceback: one line names the file and the stage to re-run."""
+    from pipeline.pruned import REPORT_FILE, collection_dir
+
+    overrides, graph, base = setup
+    report = collection_dir(base / "pruned_dir", SLUG) / REPORT_FILE
+    before = report.read_text()
+    try:
+        report.write_text(before[:40])
+        assert refused(setup, graph, "--model", "heuristic", "--collection", SLUG).startswith(
+            f"error: {report}: not valid JSON (")
+        report.write_text(json.dumps({**json.loads(before), "params": {"hops": "3", "pad_value": -1, "dedup": "min"}}))
+        assert refused(setup, graph, "--model", "heuristic", "--collection", SLUG) == (
+            f"error: {report}: key 'params': expected what stage prune ran with (hops a count or 'all', a finite "
+            f"pad_value, dedup one of ('min', 'mean')); found {{'hops': '3', 'pad_value': -1, 'dedup': 'min'}}; run "
+            f"stage prune for {SLUG} again (dvc repro)")
+    finally:
+        report.write_text(before)

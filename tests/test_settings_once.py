@@ -37,6 +37,7 @@ ALLOWED |= {
     ("pipeline/graphnet/losses.py", "gnn.min_gap"): "the same message: what the remedy falls back to",
     ("pipeline/graphnet/segments.py", "gst.segmentation"): "a graph without node_splits (data)",
     ("pipeline/lgbm_model/train.py", "lgbm.min_data_in_leaf"): "no feature splits the train rows (data); the remedy",
+    ("pipeline/lgbm_model/infer.py", "lgbm.features"): "a model of other feature columns (stale data); a cause",
     ("pipeline/predict.py", "predict.run_dir"): "the CSV's folder cannot be written (environment): names where it is set",
     ("pipeline/tuning/tool.py", "autotune.out_dir"): "the JSON's folder cannot be written (environment): names where",
 }

@@ -177,3 +177,34 @@ def test_show_prints_the_leaderboard_or_names_the_missing_summary(tmp_path, caps
         with pytest.raises(SystemExit, match=f"^error: {flag} prints a table: expected it with --show"):
             stage.main([flag, *args])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+@pytest.mark.parametrize("entry", [{"score": float("nan")}, {"score": "x"}, {}, 3, {"score": True}])
+def test_a_metrics_score_the_stage_never_writes_is_named(tmp_path, entry):
+    """A model's metrics file with a NaN valid score made summary.json hold NaN (no JSON, 'nan' on the
+    leaderboard); a split that is a number a TypeError traceback, one without 'score' a KeyError traceback."""
+    from pipeline.errors import PipelineError
+
+    write_metrics(tmp_path, "gnn", "tile-xla", {"valid": entry})
+    with pytest.raises(PipelineError) as refusal:
+        summarize(tmp_path, ["gnn"], [TILE], ["valid"])
+    assert str(refusal.value).startswith(f"{tmp_path / 'gnn' / 'tile-xla.json'}: key 'valid.score': expected a "
+                                         f"finite score as the stage writes it; found ")
+
+
+@pytest.mark.parametrize("summary, key", [({"gnn": 3}, "gnn"), ({"gnn": {"valid": "x"}}, "gnn"),
+                                          ({"gnn": {"valid": float("nan")}}, "gnn"), ({"autotune": 5}, "autotune"),
+                                          ({"autotune": {"share": "x"}}, "autotune"),
+                                          ({"gnn": {"valid": {"kaggle": "x"}}}, "gnn")])
+def test_show_names_a_summary_the_stage_never_writes(tmp_path, summary, key):
+    """--show on a summary.json edited by hand: an AttributeError traceback (a model that is a number), a line
+    without the file ('could not convert string to float'), or NaN shown as 'nan'."""
+    from pipeline import summary as stage
+
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary))
+    with pytest.raises(SystemExit, match=f"^error: {path}: key '{key}': expected "):
+        stage.main(["--show", f"paths.metrics_dir={tmp_path}", "data=programs_ci"])
+    path.write_text(json.dumps({"gnn": {"valid": {"kaggle": 0.5}, "test": None}, "ceiling": {"valid": {"kaggle": None}},
+                                "autotune": {"share": 0.2}}))        # the nested layout of earlier runs, nulls
+    stage.main(["--show", f"paths.metrics_dir={tmp_path}", "data=programs_ci"])

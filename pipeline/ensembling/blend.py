@@ -7,14 +7,15 @@ valid (`choose_weights`).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS
+from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS, MODEL_STAGES
+from pipeline.errors import PipelineError, shortened
+from pipeline.files import read_json
 from pipeline.predictions import Predictions
 from pipeline.scoring import metrics
 
@@ -159,18 +160,25 @@ def blend_graph(member_scores: Mapping[str, np.ndarray], weights: Mapping[str, f
 
 def read_weights(path: str | Path, fingerprint: str | None = None) -> dict[str, float]:
     """The member weights in a metrics file of stage ensemble (`<metrics_dir>/ensemble/<slug>.json`, key `weights`);
-    FileNotFoundError / ValueError naming the file when it is missing or holds none, or, given the `fingerprint` of
-    this run's data settings (`pipeline.config.data_fingerprint`), when the weights were chosen on other data."""
+    FileNotFoundError / PipelineError naming the file when it is missing, not a JSON object, holds no weights or
+    weights the stage never writes (a member outside MODEL_STAGES, a weight not a finite number >= 0, none above 0),
+    or, given the `fingerprint` of this run's data settings (`pipeline.config.data_fingerprint`), when the weights
+    were chosen on other data."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; run stage ensemble for this collection first")
-    record = json.loads(path.read_text())
+    record = read_json(path)
     weights = record.get("weights")
     if not isinstance(weights, dict) or not weights:
-        raise ValueError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+        raise PipelineError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
+    bad = {m: w for m, w in weights.items() if m not in MODEL_STAGES or isinstance(w, bool)
+           or not isinstance(w, (int, float)) or not np.isfinite(w) or w < 0}
+    if bad or not any(w > 0 for w in weights.values()):
+        raise PipelineError(f"{path}: key 'weights': expected weights >= 0 (finite, one above 0) of members among "
+                            f"{MODEL_STAGES}; found {shortened(bad or weights)}; run stage ensemble again (dvc repro)")
     recorded = record.get("data_fingerprint")
     if fingerprint is not None and recorded != fingerprint:
         chosen_on = "on unrecorded data (no key 'data_fingerprint')" if recorded is None else f"on data {recorded!r}"
-        raise ValueError(f"{path}: weights chosen {chosen_on}, but this run's data settings are {fingerprint!r}; "
-                         f"run stage ensemble on this data (dvc repro) or pass the data= it used")
+        raise PipelineError(f"{path}: weights chosen {chosen_on}, but this run's data settings are {fingerprint!r}; "
+                            f"run stage ensemble on this data (dvc repro) or pass the data= it used")
     return {str(m): float(w) for m, w in weights.items()}

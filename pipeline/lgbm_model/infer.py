@@ -46,11 +46,23 @@ def load_booster(model_dir: str | Path):
                             f"{first_line(error)}; run stage lgbm for this collection again") from None
 
 
-def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num_threads: int) -> np.ndarray:
-    """float64 [original configs]: minus the predicted relevance (lower = faster), via config_inverse."""
+def column_names(names: list[str], shown: int = 2) -> str:
+    """The first `shown` feature column names, then '...' when there are more."""
+    return ", ".join(names[:shown] + (["..."] if len(names) > shown else []))
+
+
+def predict_graph(booster, graph: PrunedGraph, kind: str, spec: FeatureSpec, num_threads: int,
+                  model_path: str | Path = "the LightGBM model") -> np.ndarray:
+    """float64 [original configs]: minus the predicted relevance (lower = faster), via config_inverse.
+    PipelineError naming `model_path` when the graph's feature columns are not the model's (a model trained before
+    prune re-ran on other data, or on other lgbm.features)."""
     featurizer = GraphFeaturizer(graph, kind, spec)
-    if featurizer.names != booster.feature_name():
-        raise ValueError(f"graph {graph.graph_id!r}: feature columns differ from the model's")
+    model = booster.feature_name()
+    if featurizer.names != model:
+        raise PipelineError(f"{model_path}: a model of {len(model)} feature columns ({column_names(model)}), but "
+                            f"graph {graph.graph_id!r} gives {len(featurizer.names)} "
+                            f"({column_names(featurizer.names)}) (prune ran on other data or settings since stage "
+                            f"lgbm trained it, or lgbm.features changed); run stage lgbm again (dvc repro)")
     relevance = np.empty(graph.n_kept, dtype=np.float64)
     for start, x in featurizer.iter_chunks():
         relevance[start:start + len(x)] = booster.predict(x, num_iteration=booster.best_iteration or None,

@@ -23,7 +23,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from pipeline.files import write_text
+from pipeline.errors import PipelineError, shortened
+from pipeline.files import read_json, write_text
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
@@ -140,8 +141,34 @@ class Normalizer:
 
     @classmethod
     def load(cls, path: str | Path) -> "Normalizer":
-        data = json.loads(Path(path).read_text())
+        """The normaliser stage prune saved; PipelineError naming the file and the key when it is not one (cut
+        short, edited: a JSONDecodeError, TypeError or IndexError traceback in the commands that read it before)."""
+        data = read_json(path)
         data.pop("names", None)
+        columns = data.get("columns")
+        checks = {"columns": isinstance(columns, list) and all(isinstance(c, int) and not isinstance(c, bool)
+                                                               for c in columns)
+                  and columns == sorted(set(columns)) and all(0 <= c < NODE_FEAT_DIM for c in columns)}
+        size = len(columns) if checks["columns"] else -1
+        for key, ok in (("log", lambda v: isinstance(v, bool)), ("mean", np.isfinite),
+                        ("std", lambda v: np.isfinite(v) and v > 0)):
+            value = data.get(key)
+            checks[key] = isinstance(value, list) and len(value) == size and all(
+                (isinstance(v, bool) if key == "log" else isinstance(v, (int, float)) and not isinstance(v, bool))
+                and ok(v) for v in value)
+        checks["pad_value"] = isinstance(data.get("pad_value"), (int, float)) and np.isfinite(data["pad_value"])
+        checks["train_nodes"] = isinstance(data.get("train_nodes"), int) and data["train_nodes"] >= 0
+        expected = {"columns": f"ascending distinct node_feat columns 0..{NODE_FEAT_DIM - 1}",
+                    "log": "a true/false per column", "mean": "a finite number per column",
+                    "std": "a number > 0 per column", "pad_value": "a finite number", "train_nodes": "a count"}
+        for key, ok in checks.items():
+            if not ok or isinstance(data.get(key), bool):
+                raise PipelineError(f"{path}: key {key!r}: expected {expected[key]}; found "
+                                    f"{shortened(data.get(key))}; run stage prune again (dvc repro)")
+        extra = sorted(set(data) - set(expected))
+        if extra:
+            raise PipelineError(f"{path}: keys {extra} unknown; expected the normaliser stage prune writes "
+                                f"({sorted(expected)}); run stage prune again (dvc repro)")
         return cls(**data)
 
 

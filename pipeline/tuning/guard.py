@@ -39,6 +39,7 @@ from pipeline.pruned import PrunedGraph
 from pipeline.scoring.metrics import average_ranks
 from pipeline.tpugraphs.schema import MAX_DIMS
 from pipeline.trained import PredictError
+from pipeline.tuning.guard_check import check_guard, refuse
 from pipeline.tuning.program import with_configs
 
 GUARD_DIR = "autotune"            # <models_dir>/autotune/<slug>.json
@@ -325,8 +326,8 @@ def guard_file(models_dir: str | Path, slug: str) -> Path:
 
 def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) -> dict:
     """The guard file's entry of `model` plus its member calibrations and region ({"margin", "weights",
-    "calibrations", *REGION_KEYS}); a one-line PredictError naming stage autotune when the file is missing, stale or
-    lacks the model."""
+    "calibrations", *REGION_KEYS}); a one-line PredictError naming stage autotune when the file is missing, stale,
+    lacks the model or holds a key the stage does not write so (`guard_check`)."""
     path = guard_file(models_dir, slug)
     if not path.is_file():
         raise PredictError(f"{path}: missing; run stage {STAGE} first (dvc repro): it measures the guard's margin")
@@ -334,7 +335,11 @@ def read_guard(models_dir: str | Path, slug: str, model: str, fingerprint: str) 
     if table.get("data_fingerprint") != fingerprint:
         raise PredictError(f"{path}: made on data {table.get('data_fingerprint')!r}, not on this run's "
                            f"{fingerprint!r}; run stage {STAGE} on this data (dvc repro)")
-    entry = table.get("models", {}).get(model)
+    models = table.get("models", {})
+    if not isinstance(models, dict):
+        refuse(path, "models", "an object of each model's guard", models)
+    entry = models.get(model)
     if not isinstance(entry, dict) or "margin" not in entry:
         raise PredictError(f"{path}: no guard for model {model!r}; run stage {STAGE} (dvc repro)")
+    check_guard(path, table, model)        # every key the tool reads, as the stage writes it
     return {**entry, "calibrations": table.get("calibrations", {}), **{key: table.get(key) for key in REGION_KEYS}}

@@ -48,10 +48,15 @@ class GnnMember:
     def __init__(self, cfg: DictConfig, collection: Collection):
         from pipeline.graphnet import checkpoint as ckpt
         from pipeline.graphnet.members import member_dir
+        from pipeline.graphnet.scoring import check_node_feat_columns
+        from pipeline.pruned import NORMALIZER_FILE, collection_dir
+        from pipeline.pruning.normalize import Normalizer
         from pipeline.settings.gnn import gnn_settings
 
         settings = gnn_settings(cfg, collection)
         model_dir = Path(cfg.paths.models_dir) / "gnn" / collection.slug
+        normalizer = collection_dir(cfg.paths.pruned_dir, collection.slug) / NORMALIZER_FILE
+        columns = [len(Normalizer.load(normalizer).columns)] if normalizer.is_file() else []
         self.nets = []
         for member in settings.members:
             path = member_dir(model_dir, member) / ckpt.MODEL_FILE
@@ -60,6 +65,7 @@ class GnnMember:
             net, meta = ckpt.load_model(path, map_location="cpu", infer_chunk_mb=settings.infer_chunk_mb)
             if meta.get("collection", collection.name) != collection.name:
                 raise PredictError(f"{path}: a model of {meta['collection']}, not of {collection.name}")
+            check_node_feat_columns(net, path, columns, collection.slug)
             self.nets.append(net.eval())
         self._tensors: dict[tuple[str, str], object] = {}
         self.segments = None
@@ -95,14 +101,14 @@ class LgbmMember:
         path = Path(cfg.paths.models_dir) / "lgbm" / collection.slug / "model.txt"
         if not path.is_file():
             raise PredictError(f"{path}: missing; run stage lgbm@{collection.slug} first (dvc repro)")
-        self.booster = lgb.Booster(model_file=str(path))
+        self.booster, self.path = lgb.Booster(model_file=str(path)), path
         settings = lgbm_settings(cfg, collection)
         self.spec, self.threads = settings.features, settings.num_threads
         self.kind = collection.kind
 
     def raw(self, graph: PrunedGraph) -> np.ndarray:
         try:
-            return lgbm_predict_graph(self.booster, graph, self.kind, self.spec, self.threads)
+            return lgbm_predict_graph(self.booster, graph, self.kind, self.spec, self.threads, self.path)
         except ValueError as err:
             raise PredictError(f"lgbm model of another collection or feature set: {err}") from None
 

@@ -142,6 +142,30 @@ def test_blend_graph_is_blend_on_one_graph_and_reads_the_stage_weights(tmp_path)
         read_weights(path, "programs_ci:cd")
 
 
+@pytest.mark.parametrize("text, found", [
+    ('{"weights": {"gnn": 1', "not valid JSON (Expecting ',' delimiter: line 1, column 22)"),      # cut short
+    ('[1]', "expected a JSON object, found list"),
+    ('{"weights": {"gnn": NaN}}', "key 'weights': expected weights >= 0 (finite, one above 0) of members among "
+                                  "('heuristic', 'lgbm', 'gnn'); found {'gnn': nan}; run stage ensemble again"),
+    ('{"weights": {"gnn": "x"}}', "found {'gnn': 'x'}"),
+    ('{"weights": {"gnn": -0.5, "lgbm": 1.5}}', "found {'gnn': -0.5}"),
+    ('{"weights": {"foo": 1.0}}', "found {'foo': 1.0}"),
+    ('{"weights": {"gnn": 0, "lgbm": 0.0}}', "found {'gnn': 0, 'lgbm': 0.0}"),
+])
+def test_weights_the_stage_never_writes_are_named(tmp_path, text, found):
+    """A metrics file cut short was one line without its name (the JSONDecodeError's words alone), a list an
+    AttributeError traceback, a weight 'x' 'could not convert string to float', a member 'foo' blamed on --model,
+    and NaN or all-zero weights blended silently (NaN or constant scores, a CSV written)."""
+    from pipeline.errors import PipelineError
+    from pipeline.ensembling.blend import read_weights
+
+    path = tmp_path / "tile-xla.json"
+    path.write_text(text)
+    with pytest.raises(PipelineError) as refusal:
+        read_weights(path)
+    assert str(refusal.value).startswith(f"{path}: ") and found in str(refusal.value)
+
+
 def test_tolerance_gives_near_ties_to_the_preferred_member():
     truth = {"g": np.arange(1.0, 7.0), "h": np.arange(1.0, 7.0)}
     best = preds_of(g=np.arange(1.0, 7.0), h=np.arange(1.0, 7.0))          # tau 1 on both graphs

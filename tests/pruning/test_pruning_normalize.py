@@ -77,6 +77,38 @@ def test_save_load_roundtrip(tmp_path):
     assert again == norm and np.array_equal(again.apply(x, "g.npz"), norm.apply(x, "g.npz"))
 
 
+@pytest.mark.parametrize("change, found", [
+    (lambda d: d.pop("columns"), "key 'columns': expected ascending distinct node_feat columns 0..139; found None"),
+    (lambda d: d.update(columns=[3, 1]), "found [3, 1]"),
+    (lambda d: d.update(columns=[0, 140]), "found [0, 140]"),
+    (lambda d: d.update(log=[True]), "key 'log': expected a true/false per column; found [True]"),
+    (lambda d: d.update(std=[1.0, 0.0]), "key 'std': expected a number > 0 per column; found [1.0, 0.0]"),
+    (lambda d: d.update(mean=[0.0, "x"]), "key 'mean': expected a finite number per column"),
+    (lambda d: d.update(pad_value=None), "key 'pad_value': expected a finite number; found None"),
+    (lambda d: d.update(train_nodes=True), "key 'train_nodes': expected a count; found True"),
+    (lambda d: d.update(extra=1), "keys ['extra'] unknown; expected the normaliser stage prune writes"),
+])
+def test_a_normalizer_file_prune_never_writes_is_named(tmp_path, change, found):
+    """predict, autotune and the GNN's joint sources load normalizer.json: one cut short was a JSONDecodeError
+    traceback, one missing a key a TypeError, one with fewer log flags than columns an IndexError."""
+    import json
+
+    from pipeline.errors import PipelineError
+
+    data = {"columns": [1, 2], "log": [True, False], "mean": [0.0, 1.0], "std": [1.0, 2.0], "pad_value": -1.0,
+            "train_nodes": 3}
+    path = tmp_path / "normalizer.json"
+    path.write_text(json.dumps(data)[:40])
+    with pytest.raises(PipelineError, match="normalizer.json: not valid JSON"):
+        Normalizer.load(path)
+    change(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(PipelineError) as refusal:
+        Normalizer.load(path)
+    assert str(refusal.value).startswith(f"{path}: ") and found in str(refusal.value)
+    assert str(refusal.value).endswith("run stage prune again (dvc repro)")
+
+
 def test_min_std_floors_nearly_constant_columns():
     """A column almost constant on train (feature_group_count 1, once 2) puts an unseen 64 tens of deviations out;
     the floor keeps it at its log distance from the train mean."""

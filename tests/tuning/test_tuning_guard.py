@@ -154,6 +154,70 @@ def test_the_rule_with_shrinkage_judges_and_reports_the_scaled_prediction():
     assert kept and score == pytest.approx(-0.06)                 # the reported prediction is the scaled one
 
 
+def guard_table() -> dict:
+    """A guard file as stage autotune writes it (one layout collection, model gnn), fingerprint programs_ci:def."""
+    return {"data_fingerprint": "programs_ci:def", "calibrations": {"gnn": {"configs": 40, "correlation": 0.8,
+                                                                             "slope": 0.5}},
+            "max_changed": 4, "max_gain": 0.3, "min_nodes": 12, "measured_blocks": [[26, 0, 4], [75, 1, 2]],
+            "models": {"gnn": {"margin": 0.1, "weights": {"gnn": 1.0}, "pairs": 60,
+                               "margin_by_distance": {"upto": [1, 4], "margin": [0.05, 0.1], "shrink": [0.5, 1.0]}}}}
+
+
+def mutated(path, change) -> None:
+    table = guard_table()
+    change(table)
+    path.write_text(json.dumps(table))
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda t: t["models"]["gnn"].pop("weights"), "key 'models.gnn.weights': expected an object of the members' "
+                                                  "weights (finite numbers >= 0); found none (a guard file of an "
+                                                  "older format)"),
+    (lambda t: t.pop("min_nodes"), "key 'min_nodes': expected null or a count; found none (a guard file of an older "
+                                   "format)"),
+    (lambda t: t["models"]["gnn"].pop("margin_by_distance"), "key 'models.gnn.margin_by_distance': expected null or "
+                                                             "an object whose 'upto' lists the bins' block counts"),
+    (lambda t: t["models"]["gnn"].update(margin=None), "key 'models.gnn.margin': expected a finite number >= 0; "
+                                                       "found None"),
+    (lambda t: t["models"]["gnn"].update(margin=float("nan")), "key 'models.gnn.margin': expected a finite number "
+                                                               ">= 0; found nan"),
+    (lambda t: t["models"]["gnn"].update(margin=-0.2), "found -0.2"),
+    (lambda t: t["models"]["gnn"]["margin_by_distance"].update(margin=[0.1]), "key 'models.gnn.margin_by_distance"
+                                                                               ".margin': expected 2 finite margins"),
+    (lambda t: t["models"]["gnn"]["margin_by_distance"].update(shrink=[2.0, 1.0]), "shrink': expected 2 slopes "
+                                                                                    "within 0..1"),
+    (lambda t: t["calibrations"].pop("gnn"), "key 'calibrations.gnn': expected an object of a finite slope and "
+                                             "correlation and a count of configs; found none"),
+    (lambda t: t["calibrations"]["gnn"].update(extra=1), "key 'calibrations.gnn': expected"),
+    (lambda t: t["calibrations"]["gnn"].update(slope="x"), "key 'calibrations.gnn': expected"),
+    (lambda t: t.update(measured_blocks=5), "key 'measured_blocks': expected null or a list of [opcode, block, "
+                                            "rank] counts; found 5"),
+    (lambda t: t.update(max_gain="x"), "key 'max_gain': expected null or a finite number >= 0; found 'x'"),
+    (lambda t: t.update(models=[]), "key 'models': expected an object of each model's guard; found []"),
+])
+def test_a_guard_file_of_an_older_format_or_edited_by_hand_is_named(tmp_path, change, words):
+    """Each was a KeyError, TypeError or AttributeError traceback in the tool, or used silently (a NaN or negative
+    margin kept every pick; a file without min_nodes, from before that key, dropped the small-program scale)."""
+    path = guard_file(tmp_path, "layout-xla-random")
+    path.parent.mkdir(parents=True)
+    mutated(path, change)
+    with pytest.raises(PredictError) as refusal:
+        read_guard(tmp_path, "layout-xla-random", "gnn", "programs_ci:def")
+    assert str(refusal.value).startswith(f"{path}: ") and words in str(refusal.value)
+    assert str(refusal.value).endswith("; run stage autotune again (dvc repro)")
+
+
+def test_a_guard_file_as_the_stage_writes_it_for_tile_and_without_optional_keys_is_read(tmp_path):
+    path = guard_file(tmp_path, "layout-xla-random")
+    path.parent.mkdir(parents=True)
+    for change in (lambda t: None, lambda t: t.pop("measured_blocks"),                 # guard.measured_blocks off
+                   lambda t: t["models"]["gnn"]["margin_by_distance"].pop("shrink"),  # guard.shrink off
+                   lambda t: t.update(max_changed=None, min_nodes=None, measured_blocks=None) or
+                   t["models"]["gnn"].update(margin_by_distance=None)):                 # tile
+        mutated(path, change)
+        assert read_guard(tmp_path, "layout-xla-random", "gnn", "programs_ci:def")["margin"] == 0.1
+
+
 def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
     path = guard_file(tmp_path, "layout-xla-random")
     with pytest.raises(PredictError) as missing:
@@ -161,7 +225,7 @@ def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
     assert str(missing.value) == (f"{path}: missing; run stage autotune first (dvc repro): it measures the guard's "
                                   f"margin")
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"data_fingerprint": "programs_ci:def", "models": {"gnn": {"margin": 0.1}}}))
+    path.write_text(json.dumps(guard_table()))
     with pytest.raises(PredictError, match="made on data 'programs_ci:def', not on this run's 'programs:abc'; "
                                            "run stage autotune") as stale:
         read_guard(tmp_path, "layout-xla-random", "gnn", "programs:abc")

@@ -64,3 +64,39 @@ def test_a_gst_model_is_scored_segment_by_segment_as_on_the_whole_graph():
     assert len(member.segments.get(graph)) >= 5 and member.segments.get(graph) is member.segments.get(graph)
     np.testing.assert_allclose(segmented, whole, rtol=1e-5, atol=1e-4)
     assert np.ptp(whole) > 0                                # configs told apart: the comparison can fail
+
+
+def test_a_gnn_member_of_other_node_feat_columns_than_the_pruned_collection_is_named(tmp_path):
+    """A model trained before prune re-ran on other data (another count of normalised node_feat columns) ended the
+    search in a torch shape-mismatch traceback; it is refused on loading, naming the model file."""
+    from omegaconf import OmegaConf
+
+    from pipeline.config import compose
+    from pipeline.graphnet import checkpoint as ckpt
+    from pipeline.graphnet.members import member_dir
+    from pipeline.pruned import NORMALIZER_FILE, collection_dir
+    from pipeline.pruning.normalize import Normalizer
+    from pipeline.tpugraphs.dataset import Collection
+    from pipeline.tuning.scorers import GnnMember
+    from pruned_graphs import layout_model
+
+    cfg = compose([f"paths.models_dir={tmp_path / 'models'}", f"paths.pruned_dir={tmp_path / 'pruned'}"])
+    cfg.gnn = OmegaConf.merge(cfg.gnn, {"seeds": [0], "mode": "pruned"})
+    collection = Collection.parse("layout-xla-random")
+    model = layout_model()
+    path = member_dir(tmp_path / "models/gnn" / collection.slug, 0) / ckpt.MODEL_FILE
+    ckpt.save_model(model, model.spec, path, {"collection": collection.name})
+    columns = model.spec.node_feat_dim
+    folder = collection_dir(tmp_path / "pruned", collection.slug)
+    folder.mkdir(parents=True)
+    for kept in (columns, columns - 1):
+        Normalizer(columns=list(range(kept)), log=[False] * kept, mean=[0.0] * kept, std=[1.0] * kept,
+                   pad_value=-1.0, train_nodes=10).save(folder / NORMALIZER_FILE)
+        if kept == columns:
+            assert len(GnnMember(cfg, collection).nets) == 1
+            continue
+        with pytest.raises(ckpt.CheckpointError) as refusal:
+            GnnMember(cfg, collection)
+        assert str(refusal.value) == (f"{path}: a model of {columns} node_feat columns, but the pruned graphs of "
+                                      f"layout-xla-random have {kept} (prune ran on other data or settings since "
+                                      f"stage gnn trained it); run stage gnn again (dvc repro)")
