@@ -121,6 +121,8 @@ def read_json(path: str | os.PathLike) -> dict:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise PipelineError(f"{path}: not valid JSON ({err.msg}: line {err.lineno}, column {err.colno})") from None
+    except UnicodeDecodeError as err:
+        raise PipelineError(f"{path}: not valid JSON (not UTF-8 text: byte {err.start}, {err.reason})") from None
     if not isinstance(payload, dict):
         raise PipelineError(f"{path}: expected a JSON object, found {type(payload).__name__}")
     return payload

@@ -70,3 +70,13 @@ def test_read_csv_refuses_a_file_that_is_no_csv_naming_it(tmp_path, content, fou
     path.write_bytes(content)
     with pytest.raises(PipelineError, match=rf"index\.csv: expected a CSV the pipeline wrote, .*{found}"):
         read_csv(path, ["graph_id"])
+
+
+def test_read_json_names_a_file_that_is_not_utf8(tmp_path):
+    """Was 'utf-8' codec can't decode byte 0xff, naming no file (featurize's record of an earlier run, any metrics)."""
+    from pipeline.errors import PipelineError
+    from pipeline.files import read_json
+
+    (tmp_path / "featurize.json").write_bytes(b"\xff\xfe{}")
+    with pytest.raises(PipelineError, match=r"featurize\.json: not valid JSON \(not UTF-8 text: byte 0, "):
+        read_json(tmp_path / "featurize.json")
