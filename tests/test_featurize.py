@@ -252,7 +252,8 @@ def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
     assert not (tmp_path / "a").exists()
 
 
-@pytest.mark.parametrize("record, found", [('{"files": 3}', "found 3"), ('{"files": {"tile-xla": 3}}', "found {'tile-xla': 3}"),
+@pytest.mark.parametrize("record, found", [('{"files": 3}', "found 3"),
+                                           ('{"files": {"tile-xla": 3}}', "found {'tile-xla': 3}"),
                                            ('{"files": {"tile-xla": [3]}}', r"found {'tile-xla': \[3\]}")])
 def test_a_rerun_refuses_a_record_edited_by_hand_naming_it(programs, tmp_path, record, found):
     """An earlier run's featurize.json whose 'files' is not {slug: [name]} was an AttributeError or TypeError

@@ -342,6 +342,28 @@ def test_ensemble_weights_and_submit_scores_refuse_values_that_are_no_numbers(me
 def test_per_graph_refuses_a_malformed_file_naming_it(plots_dir, text, found):
     """A text score was accepted (an object column the charts misread), a file cut short mid-row read as NaN, an
     empty file was pandas' EmptyDataError without the file's name."""
+    from pipeline.errors import PipelineError
+
     (plots_dir / "lgbm" / f"{TILE}_per_graph.csv").write_text(text)
-    with pytest.raises(ValueError, match=rf"lgbm/tile-xla_per_graph\.csv: .*{found}"):
+    with pytest.raises(PipelineError, match=rf"lgbm/tile-xla_per_graph\.csv: .*{found}"):   # one line in stage summary
         reports.per_graph(plots_dir, [TILE])
+
+
+@pytest.mark.parametrize("key, value, found", [("t_default_ns", "x", "expected a finite number, found 'x'"),
+                                               ("t_pick_ns", None, "expected a finite number, found None"),
+                                               ("t_default_ns", 0, "expected a runtime > 0, found 0"),
+                                               ("share", "x", "expected a finite number, found 'x'")])
+def test_autotune_runtimes_refuse_a_runtime_that_is_no_positive_number(tmp_path, key, value, found):
+    """A text runtime was 'could not convert string to float' naming no file (a traceback in stage summary, which
+    reads these rows); null or 0 went into the chart as a NaN or inf ratio; a text share was shown as is. The
+    refusal is a PipelineError, one line in stage summary."""
+    from pipeline.errors import PipelineError
+
+    row = {"program": "unet", "collection": "layout:xla:random", "t_default_ns": 200.0, "t_pick_ns": 150.0,
+           "t_oracle_ns": 100.0, "t_random_search_ns": 180.0, "t_featurizer_sample_ns": 200.0, "share": -0.5,
+           "guard_kept_pick": True}
+    write_json(tmp_path / "autotune.json", {"programs": [row, {**row, "share": None}]})   # an oracle without gain
+    assert reports.autotune_runtimes(tmp_path)[0]["share"].isna().tolist() == [False, True]
+    write_json(tmp_path / "autotune.json", {"programs": [row, {**row, key: value}]})
+    with pytest.raises(PipelineError, match=rf"autotune\.json: key 'programs\[1\]\.{key}' {found}"):
+        reports.autotune_runtimes(tmp_path)
