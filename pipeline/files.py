@@ -97,12 +97,21 @@ def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
 def read_csv(path: str | os.PathLike, text_columns: Sequence[str]) -> pd.DataFrame:
     """A CSV the pipeline wrote (`write_csv`), its `text_columns` read verbatim as str: a graph id such as `NA`,
     `None`, `null` or `nan` (a file stem) stays that text, which pandas' default missing-value markers would turn
-    into NaN. Only an empty cell of another column is missing (NaN), as `write_csv` writes one."""
+    into NaN. Only an empty cell of another column is missing (NaN), as `write_csv` writes one. A file that is no
+    CSV (empty, not UTF-8, an unclosed quote) is a PipelineError naming it."""
     import pandas as pd
 
-    header = pd.read_csv(path, nrows=0).columns
-    return pd.read_csv(path, dtype={c: str for c in text_columns if c in header}, keep_default_na=False,
-                       na_values={c: [EMPTY_CELL] for c in header if c not in text_columns})
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+        return pd.read_csv(path, dtype={c: str for c in text_columns if c in header}, keep_default_na=False,
+                           na_values={c: [EMPTY_CELL] for c in header if c not in text_columns})
+    except UnicodeDecodeError as err:
+        raise PipelineError(f"{path}: expected a CSV the pipeline wrote, found bytes that are not UTF-8 text "
+                            f"(byte {err.start}: {err.reason}); re-run the stage that writes it") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise PipelineError(f"{path}: expected a CSV the pipeline wrote, found one pandas cannot read ({reason}); "
+                            f"re-run the stage that writes it") from None
 
 
 def read_json(path: str | os.PathLike) -> dict:
@@ -112,6 +121,8 @@ def read_json(path: str | os.PathLike) -> dict:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise PipelineError(f"{path}: not valid JSON ({err.msg}: line {err.lineno}, column {err.colno})") from None
+    except UnicodeDecodeError as err:
+        raise PipelineError(f"{path}: not valid JSON (not UTF-8 text: byte {err.start}, {err.reason})") from None
     if not isinstance(payload, dict):
         raise PipelineError(f"{path}: expected a JSON object, found {type(payload).__name__}")
     return payload

@@ -3,7 +3,7 @@
 Pure readers, no writes. Every folder argument is a `cfg.paths.*` value and `slugs` is `cfg.data.collections`.
 Readers of per-collection outputs return `(table, missing)`: the rows of the files that exist and the paths of those
 that do not (a run without a model shows a note instead of failing). A file that exists but is malformed raises a
-ValueError naming the file, what was expected and what was found.
+PipelineError (a ValueError) naming the file, what was expected and what was found.
 
 Where the stages write (file names from pipeline.pruned and pipeline.scoring.evaluate; the GNN/LightGBM plot folders are
 mirrored here so the notebooks need neither torch nor LightGBM):
@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from pipeline import files
+from pipeline.errors import PipelineError, shortened
 from pipeline.files import read_json
 from pipeline.predictions import load_predictions, predictions_path
-from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS
+from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS, SPLITS
 from pipeline.scoring.evaluate import metrics_file, per_graph_file, scatter_file
 from pipeline.pruned import (COUNT_COLUMNS, INDEX_COLUMNS, INDEX_FILE, REPORT_FILE, collection_dir, graph_dir,
                              load_pruned_graph, read_index)
@@ -47,12 +48,29 @@ TEXT_COLUMNS = ("graph_id", "split", "feature")   # read verbatim (`files.read_c
 
 
 def read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:
-    """A CSV that must have `columns` (graph_id read as text); ValueError naming the file and the missing columns."""
+    """A CSV that must have `columns` (graph_id read as text), each but TEXT_COLUMNS a number in every row;
+    PipelineError naming the file and the missing or non-numeric columns."""
     table = files.read_csv(path, TEXT_COLUMNS)
     missing = [c for c in columns if c not in table.columns]
     if missing:
-        raise ValueError(f"{path}: columns {missing} missing; expected {list(columns)}, found {list(table.columns)}")
+        raise PipelineError(f"{path}: columns {missing} missing; expected {list(columns)}, found {list(table.columns)}")
+    check_numeric(path, table, [c for c in columns if c not in TEXT_COLUMNS], complete=True)
     return table
+
+
+def check_numeric(path: Path, table: pd.DataFrame, columns: Sequence[str], complete: bool = False) -> None:
+    """PipelineError naming the file and column unless each of `columns` holds numbers (and, if `complete`, no empty
+    cell): a cell such as 'abc' made the column text, which the notebooks' charts and sums misread."""
+    for column in columns:
+        values = table[column]
+        if len(values) and (not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
+            bad = values[pd.to_numeric(values, errors="coerce").isna() & values.notna()]
+            raise PipelineError(f"{path}: column {column!r} expected numbers, found "
+                             f"{shortened(bad.iloc[0] if len(bad) else values.dtype)}; re-run the stage that "
+                             f"writes it")
+        if complete and values.isna().any():
+            raise PipelineError(f"{path}: column {column!r} expected a number in every row, found an empty cell in "
+                             f"row {int(values.isna().to_numpy().argmax()) + 1} (a file cut short?); re-run the stage")
 
 
 def _concat(frames: list[pd.DataFrame], columns: Sequence[str]) -> pd.DataFrame:
@@ -89,7 +107,13 @@ def pruned_index(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
         if not path.exists():
             missing.append(path)
             continue
-        frames.append(read_index(pruned_dir, slug).assign(collection=slug))
+        table = read_index(pruned_dir, slug)
+        check_numeric(path, table, COUNT_COLUMNS, complete=True)
+        unknown = sorted(set(table["split"]) - set(SPLITS))
+        if unknown:
+            raise PipelineError(f"{path}: column 'split' expected one of {list(SPLITS)}, found "
+                             f"{shortened(unknown[0])}; re-run the prune stage")
+        frames.append(table.assign(collection=slug))
     table = _concat(frames, ["collection"] + INDEX_COLUMNS)
     return table[["collection"] + [c for c in table.columns if c != "collection"]], missing
 
@@ -119,6 +143,10 @@ def prune_params(pruned_dir: str | Path, slugs: Sequence[str]) -> Found:
             missing.append(path)
             continue
         report = read_json(path)
+        for key, kind in (("params", dict), ("skipped", list)):
+            if not isinstance(report.get(key, kind()), kind):
+                raise PipelineError(f"{path}: key {key!r} expected a JSON {'object' if kind is dict else 'list'}, "
+                                 f"found {shortened(report[key])}; re-run the prune stage")
         row = {"collection": slug, "node_feat_columns": report.get("node_feat_columns"),
                "skipped": len(report.get("skipped", []))}
         rows.append({**row, **{f"prune.{k}": v for k, v in report.get("params", {}).items()}})
@@ -145,7 +173,7 @@ def runtime_summary(pruned_dir: str | Path, index: pd.DataFrame, splits: Sequenc
         folder = graph_dir(pruned_dir, row.collection, row.split, row.graph_id)
         runtime = np.asarray(load_pruned_graph(folder).config_runtime, dtype=np.float64)  # [kept configs]
         if runtime.size == 0 or np.any(runtime <= 0):
-            raise ValueError(f"{folder / 'config_runtime.npy'}: expected positive runtimes on split {row.split!r}, "
+            raise PipelineError(f"{folder / 'config_runtime.npy'}: expected positive runtimes on split {row.split!r}, "
                              f"found {runtime.size} values, min {runtime.min() if runtime.size else 'none'}")
         best = runtime.min()
         rows.append({"collection": row.collection, "split": row.split, "graph_id": row.graph_id,
@@ -176,16 +204,29 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
             for split in PREDICTED_SPLITS:
                 if split in result:
                     if not isinstance(result[split], dict) or "score" not in result[split]:
-                        raise ValueError(f"{path}: key {split!r} expected {{'score', 'graphs'}}, "
+                        raise PipelineError(f"{path}: key {split!r} expected {{'score', 'graphs'}}, "
                                          f"found {result[split]!r}")
                     rows.append({"collection": slug, "model": model, "split": split,
-                                 "score": float(result[split]["score"]), "graphs": result[split].get("graphs")})
-                    if split in result.get("ceiling", {}):
+                                 "score": score_value(path, f"{split}.score", result[split]["score"]),
+                                 "graphs": result[split].get("graphs")})
+                    ceiling = result.get("ceiling", {})
+                    if not isinstance(ceiling, dict):
+                        raise PipelineError(f"{path}: key 'ceiling' expected {{split: score}}, found "
+                                         f"{shortened(ceiling)}")
+                    if split in ceiling:
                         ceilings[slug, split] = {"collection": slug, "model": CEILING, "split": split,
-                                                 "score": float(result["ceiling"][split]),
+                                                 "score": score_value(path, f"ceiling.{split}", ceiling[split]),
                                                  "graphs": result[split].get("graphs")}
     rows += list(ceilings.values())
     return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "model", "split", "score", "graphs"]), missing
+
+
+def score_value(path: Path, key: str, value: object) -> float:
+    """`value` as a float when it is a finite number (not a bool); else PipelineError naming the file and key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise PipelineError(f"{path}: key {key!r} expected a finite number, found {shortened(value)}; re-run the "
+                         f"stage that writes it")
+    return float(value)
 
 
 def score_table(long: pd.DataFrame, models: Sequence[str] = (*MODEL_STAGES, CEILING)) -> pd.DataFrame:
@@ -271,10 +312,13 @@ def ensemble_weights(metrics_dir: str | Path, slugs: Sequence[str]) -> Found:
             continue
         result = read_json(path)
         if not isinstance(result.get("weights"), dict):
-            raise ValueError(f"{path}: key 'weights' expected {{member: weight}}, found {result.get('weights')!r}")
+            raise PipelineError(f"{path}: key 'weights' expected {{member: weight}}, found {result.get('weights')!r}")
         member_scores = result.get("member_valid_scores", {})
-        rows += [{"collection": slug, "member": m, "weight": float(w), "valid_score": member_scores.get(m)}
-                 for m, w in result["weights"].items()]
+        if not isinstance(member_scores, dict):
+            raise PipelineError(f"{path}: key 'member_valid_scores' expected {{member: score}}, found "
+                             f"{shortened(member_scores)}")
+        rows += [{"collection": slug, "member": m, "weight": score_value(path, f"weights.{m}", w),
+                  "valid_score": member_scores.get(m)} for m, w in result["weights"].items()]
     return _concat([pd.DataFrame(rows)] if rows else [], ["collection", "member", "weight", "valid_score"]), missing
 
 
@@ -287,10 +331,14 @@ def submit_scores(metrics_dir: str | Path) -> tuple[pd.DataFrame, float | None]:
     if not path.exists():
         return pd.DataFrame(columns=["collection", "score"]), None
     test = read_json(path).get("test") or {}
-    per_collection = test.get("collections", {})
-    table = pd.DataFrame({"collection": list(per_collection), "score": [float(v) for v in per_collection.values()]})
+    per_collection = test.get("collections", {}) if isinstance(test, dict) else None
+    if not isinstance(per_collection, dict):
+        raise PipelineError(f"{path}: key 'test' expected {{'collections': {{collection: score}}, 'kaggle_score'}}, "
+                         f"found {shortened(test)}; re-run stage submit")
+    table = pd.DataFrame({"collection": list(per_collection),
+                          "score": [score_value(path, f"test.collections.{k}", v) for k, v in per_collection.items()]})
     score = test.get("kaggle_score")
-    return table, None if score is None else float(score)
+    return table, None if score is None else score_value(path, "test.kaggle_score", score)
 
 
 def autotune_runtimes(metrics_dir: str | Path) -> Found:
@@ -302,7 +350,12 @@ def autotune_runtimes(metrics_dir: str | Path) -> Found:
         return pd.DataFrame(columns=list(AUTOTUNE_COLUMNS)), [path]
     rows = read_json(path).get("programs")
     if not isinstance(rows, list) or any(not isinstance(r, Mapping) or set(AUTOTUNE_COLUMNS) - set(r) for r in rows):
-        raise ValueError(f"{path}: key 'programs' must list rows with {list(AUTOTUNE_COLUMNS)}; re-run stage autotune")
+        raise PipelineError(f"{path}: key 'programs' must list rows with {list(AUTOTUNE_COLUMNS)}; re-run stage "
+                            f"autotune")
+    for i, row in enumerate(rows):      # a runtime of 0, null or text was a float() traceback or an inf/NaN ratio
+        for key in ("t_default_ns", *AUTOTUNE_SEARCHES.values(), *(["share"] if row["share"] is not None else [])):
+            if score_value(path, f"programs[{i}].{key}", row[key]) <= 0 and key != "share":   # share: null (no gain)
+                raise PipelineError(f"{path}: key 'programs[{i}].{key}' expected a runtime > 0, found {row[key]!r}")
     return pd.DataFrame([{c: r[c] for c in AUTOTUNE_COLUMNS} for r in rows], columns=list(AUTOTUNE_COLUMNS)), []
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.choices import PRUNE_WHOLE_GRAPH
+from pipeline.errors import PipelineError
 from pipeline.files import atomic_path, read_csv, write_csv
 
 TEXT_COLUMNS = ("split", "graph_id", "source_file")   # read verbatim: a graph id may be `NA` or `None`
@@ -118,7 +119,8 @@ def read_index(pruned_dir: str | Path, collection_slug: str) -> pd.DataFrame:
     table = read_csv(path, TEXT_COLUMNS)
     missing = set(INDEX_COLUMNS) - set(table.columns)
     if missing:
-        raise ValueError(f"{path}: columns {sorted(missing)} missing; expected {INDEX_COLUMNS}")
+        raise PipelineError(f"{path}: columns {sorted(missing)} missing; expected {INDEX_COLUMNS}; re-run the prune "
+                            f"stage")
     return table
 
 

@@ -250,3 +250,18 @@ def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
     with pytest.raises(SystemExit, match="rename one of them"):
         main([str(programs[0]), str(other), "--out", str(tmp_path / "a"), *FAST])
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("record, found", [('{"files": 3}', "found 3"),
+                                           ('{"files": {"tile-xla": 3}}', "found {'tile-xla': 3}"),
+                                           ('{"files": {"tile-xla": [3]}}', r"found {'tile-xla': \[3\]}")])
+def test_a_rerun_refuses_a_record_edited_by_hand_naming_it(programs, tmp_path, record, found):
+    """An earlier run's featurize.json whose 'files' is not {slug: [name]} was an AttributeError or TypeError
+    traceback (or, names that are not text, blamed on the graphs as 'an existing dataset?')."""
+    main([str(programs[0]), "--out", str(tmp_path), *FAST])
+    (tmp_path / "featurize.json").write_text(record)
+    before = digest(tmp_path)
+    with pytest.raises(SystemExit, match=rf"featurize\.json: key 'files' expected {{collection slug: \[file name, "
+                                         rf"\.\.\.\]}} as featurize writes it, {found}"):
+        main([str(programs[0]), "--out", str(tmp_path), *FAST])
+    assert digest(tmp_path) == before

@@ -57,3 +57,26 @@ def test_read_csv_keeps_text_columns_verbatim_and_reads_empty_cells_as_missing(t
     assert table["graph_id"].tolist() == ["NA", "None", "nan", "", "0001"]
     assert np.isnan(table["score"][1]) and table["score"].dtype == np.float64
     assert table["note"].tolist() == ["NA", "x", "y", "z", "w"]     # an empty cell alone is missing, not "NA"
+
+
+@pytest.mark.parametrize("content, found", [(b"", "No columns to parse"), (b"a,b\n\"x,1\n", "EOF inside string"),
+                                            (b"a,b\n\xff\xfe,1\n", "not UTF-8 text")])
+def test_read_csv_refuses_a_file_that_is_no_csv_naming_it(tmp_path, content, found):
+    """An empty index.csv, one with an unclosed quote or binary bytes was a pandas EmptyDataError / ParserError /
+    UnicodeDecodeError traceback without the file's name (a stage reading index.csv, or a notebook)."""
+    from pipeline.errors import PipelineError
+
+    path = tmp_path / "index.csv"
+    path.write_bytes(content)
+    with pytest.raises(PipelineError, match=rf"index\.csv: expected a CSV the pipeline wrote, .*{found}"):
+        read_csv(path, ["graph_id"])
+
+
+def test_read_json_names_a_file_that_is_not_utf8(tmp_path):
+    """Was 'utf-8' codec can't decode byte 0xff, naming no file (featurize's record of an earlier run, any metrics)."""
+    from pipeline.errors import PipelineError
+    from pipeline.files import read_json
+
+    (tmp_path / "featurize.json").write_bytes(b"\xff\xfe{}")
+    with pytest.raises(PipelineError, match=r"featurize\.json: not valid JSON \(not UTF-8 text: byte 0, "):
+        read_json(tmp_path / "featurize.json")

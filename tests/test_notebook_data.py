@@ -271,3 +271,99 @@ def test_autotune_ratios_put_each_search_over_the_default():
         ["unet | layout:xla:random", "featurizer sample", 1.0], ["mlp | layout:nlp:default", "featurizer sample", 1.25]]
     empty = reports.autotune_ratios(reports.autotune_runtimes(Path("/nonexistent"))[0])
     assert empty.empty and list(empty.columns) == ["program", "search", "runtime_vs_default"]
+
+
+@pytest.mark.parametrize("cell, found", [("abc", "expected numbers, found 'abc'"),
+                                         ("", "expected a number in every row, found an empty cell in row 1")])
+def test_pruned_index_refuses_a_count_that_is_no_number(pruned, cell, found):
+    """A count that is text was a TypeError traceback in keep_ratios; an empty one (a file cut short) was summed
+    as if absent."""
+    path = pruned / LAYOUT / "index.csv"
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    table.loc[0, "nodes"] = cell
+    table.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=rf"index\.csv: column 'nodes' {found}"):
+        reports.pruned_index(pruned, [LAYOUT, TILE])
+
+
+def test_pruned_index_refuses_an_unknown_split(pruned):
+    path = pruned / LAYOUT / "index.csv"
+    path.write_text(path.read_text().replace("valid,c", "foo,c"))
+    with pytest.raises(ValueError, match=r"index\.csv: column 'split' expected one of \['train', 'valid', 'test'\], "
+                                         r"found 'foo'"):
+        reports.pruned_index(pruned, [LAYOUT])
+
+
+@pytest.mark.parametrize("key, value", [("params", [1]), ("skipped", 3)])
+def test_prune_params_refuses_a_report_of_another_shape(pruned, key, value):
+    """Was a TypeError traceback (object of type 'int' has no len()) or an AttributeError."""
+    report = pruned / LAYOUT / "report.json"
+    write_json(report, {**json.loads(report.read_text()), key: value})
+    with pytest.raises(ValueError, match=rf"report\.json: key '{key}' expected a JSON"):
+        reports.prune_params(pruned, [LAYOUT])
+
+
+@pytest.mark.parametrize("payload, key", [({"valid": {"score": "x"}}, "valid.score"),
+                                          ({"valid": {"score": None}}, "valid.score"),
+                                          ({"valid": {"score": float("nan")}}, "valid.score"),
+                                          ({"valid": {"score": True}}, "valid.score"),
+                                          ({"valid": {"score": 0.1}, "ceiling": {"valid": "a"}}, "ceiling.valid")])
+def test_scores_refuse_a_score_that_is_no_finite_number(metrics_dir, payload, key):
+    """A string score was 'could not convert string to float' without the file, null a TypeError traceback, NaN
+    and true were shown as scores."""
+    write_json(metrics_dir / "gnn" / f"{TILE}.json", payload)
+    with pytest.raises(ValueError, match=rf"gnn/tile-xla\.json: key '{key}' expected a finite number"):
+        reports.scores(metrics_dir, [TILE])
+
+
+def test_scores_refuse_a_ceiling_that_is_no_object(metrics_dir):
+    """A list was silently ignored (no ceiling row)."""
+    write_json(metrics_dir / "gnn" / f"{TILE}.json", {"valid": {"score": 0.1}, "ceiling": [0.9]})
+    with pytest.raises(ValueError, match=r"gnn/tile-xla\.json: key 'ceiling' expected \{split: score\}"):
+        reports.scores(metrics_dir, [TILE])
+
+
+def test_ensemble_weights_and_submit_scores_refuse_values_that_are_no_numbers(metrics_dir):
+    ensemble = metrics_dir / "ensemble" / f"{TILE}.json"
+    write_json(ensemble, {"weights": {"lgbm": "x"}})
+    with pytest.raises(ValueError, match=r"ensemble/tile-xla\.json: key 'weights\.lgbm' expected a finite number"):
+        reports.ensemble_weights(metrics_dir, [TILE])
+    write_json(metrics_dir / "submit.json", {"test": {"collections": {"tile:xla": None}, "kaggle_score": 0.5}})
+    with pytest.raises(ValueError, match=r"submit\.json: key 'test\.collections\.tile:xla' expected a finite"):
+        reports.submit_scores(metrics_dir)
+    write_json(metrics_dir / "submit.json", {"test": [0.5]})
+    with pytest.raises(ValueError, match=r"submit\.json: key 'test' expected"):
+        reports.submit_scores(metrics_dir)
+
+
+@pytest.mark.parametrize("text, found", [("split,graph_id,score\nvalid,g,abc\n", "expected numbers, found 'abc'"),
+                                         ("split,graph_id,score\nvalid,g,1.0\nvalid,h", "found an empty cell in row 2"),
+                                         ("", "expected a CSV the pipeline wrote")])
+def test_per_graph_refuses_a_malformed_file_naming_it(plots_dir, text, found):
+    """A text score was accepted (an object column the charts misread), a file cut short mid-row read as NaN, an
+    empty file was pandas' EmptyDataError without the file's name."""
+    from pipeline.errors import PipelineError
+
+    (plots_dir / "lgbm" / f"{TILE}_per_graph.csv").write_text(text)
+    with pytest.raises(PipelineError, match=rf"lgbm/tile-xla_per_graph\.csv: .*{found}"):   # one line in stage summary
+        reports.per_graph(plots_dir, [TILE])
+
+
+@pytest.mark.parametrize("key, value, found", [("t_default_ns", "x", "expected a finite number, found 'x'"),
+                                               ("t_pick_ns", None, "expected a finite number, found None"),
+                                               ("t_default_ns", 0, "expected a runtime > 0, found 0"),
+                                               ("share", "x", "expected a finite number, found 'x'")])
+def test_autotune_runtimes_refuse_a_runtime_that_is_no_positive_number(tmp_path, key, value, found):
+    """A text runtime was 'could not convert string to float' naming no file (a traceback in stage summary, which
+    reads these rows); null or 0 went into the chart as a NaN or inf ratio; a text share was shown as is. The
+    refusal is a PipelineError, one line in stage summary."""
+    from pipeline.errors import PipelineError
+
+    row = {"program": "unet", "collection": "layout:xla:random", "t_default_ns": 200.0, "t_pick_ns": 150.0,
+           "t_oracle_ns": 100.0, "t_random_search_ns": 180.0, "t_featurizer_sample_ns": 200.0, "share": -0.5,
+           "guard_kept_pick": True}
+    write_json(tmp_path / "autotune.json", {"programs": [row, {**row, "share": None}]})   # an oracle without gain
+    assert reports.autotune_runtimes(tmp_path)[0]["share"].isna().tolist() == [False, True]
+    write_json(tmp_path / "autotune.json", {"programs": [row, {**row, key: value}]})
+    with pytest.raises(PipelineError, match=rf"autotune\.json: key 'programs\[1\]\.{key}' {found}"):
+        reports.autotune_runtimes(tmp_path)

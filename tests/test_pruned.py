@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline.pruned import PrunedGraph, collection_dir, graph_dir, iter_split, read_index, save_pruned_graph, write_index
 
@@ -87,3 +88,13 @@ def test_a_test_file_without_its_hidden_runtimes_is_counted_by_its_configuration
     prune_collection(tmp_path / "data", collection, tmp_path / "pruned",
                      prune_settings(compose(["data=programs_ci"]), collection))
     check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")            # no refusal
+
+
+def test_read_index_refuses_an_index_without_its_columns_in_one_line(tmp_path):
+    """Was a plain ValueError: a traceback in every stage that reads index.csv (run_main shows PipelineError only)."""
+    from pipeline.errors import PipelineError
+
+    collection_dir(tmp_path, SLUG).mkdir(parents=True)
+    (collection_dir(tmp_path, SLUG) / "index.csv").write_text("split,graph_id\nvalid,a\n")
+    with pytest.raises(PipelineError, match=r"index\.csv: columns \[.*'nodes'.*\] missing; expected .*re-run the prune"):
+        read_index(tmp_path, SLUG)

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.errors import shortened
 from pipeline.files import blocking_file, read_json, remove, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
 from pipeline.hlo.featurize import (HloModule, LayoutProgram, SearchParams, layout_configs, layout_program,
@@ -186,7 +187,12 @@ def written_before(out: Path) -> dict[str, set[str]]:
     path = out / OWNED
     if not path.is_file():
         return {}
-    return {slug: set(names) for slug, names in read_json(path).get("files", {}).items()}
+    files = read_json(path).get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(names, list) and all(isinstance(n, str) for n in names)
+                                              for names in files.values()):
+        raise ValueError(f"{path}: key 'files' expected {{collection slug: [file name, ...]}} as featurize writes it, "
+                         f"found {shortened(files)} (edited by hand?); write to a new --out folder")
+    return {slug: set(names) for slug, names in files.items()}
 
 
 def kernel_names(out: Path) -> dict[str, list[str]]:

@@ -35,15 +35,41 @@ def load_booster(model_dir: str | Path):
     path = model_file(model_dir)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; run stage lgbm for this collection first")
-    lines = set(path.read_text(errors="replace").splitlines())
+    text = path.read_bytes()
+    lines = set(text.decode(errors="replace").splitlines())
     missing = [marker for marker in END_MARKERS if marker not in lines]
     try:
         if missing:
             raise lgb.basic.LightGBMError(f"no '{missing[0]}' line: the file is truncated")
+        problem = format_problem(text)
+        if problem:
+            raise lgb.basic.LightGBMError(problem)
         return lgb.Booster(model_file=str(path))
     except lgb.basic.LightGBMError as error:
         raise PipelineError(f"{path}: expected a LightGBM model as stage lgbm saves it; found "
                             f"{first_line(error)}; run stage lgbm for this collection again") from None
+
+
+HEADER_COUNTS = ("num_class", "num_tree_per_iteration")   # header keys LightGBM reads as a count (1 for a ranker)
+
+
+def format_problem(text: bytes) -> str | None:
+    """What in a model file LightGBM would misread, or None: a header count that is not 1 (num_class=x loads as 0
+    classes, then predicts an empty array), or `tree_sizes` that do not cut the trees apart (a tree edited by hand:
+    LightGBM's C++ parser then aborts the process, status 134, without naming the file)."""
+    header = dict(line.split(b"=", 1) for line in text.split(b"\n\n", 1)[0].splitlines() if b"=" in line)
+    for key in HEADER_COUNTS:
+        if header.get(key.encode(), b"1").strip() != b"1":
+            return f"{key}={header[key.encode()].decode(errors='replace')[:20]!r} where a ranker has 1"
+    sizes, start, end = header.get(b"tree_sizes", b"").split(), text.find(b"\nTree=0\n") + 1, text.find(b"end of trees")
+    if not sizes or not start:
+        return None
+    if not all(size.isdigit() for size in sizes):
+        return "a 'tree_sizes' line that is not a list of byte counts"
+    offsets = np.cumsum([0] + [int(size) for size in sizes]) + start
+    if offsets[-1] != end or any(text[offset:offset + 5] != b"Tree=" for offset in offsets[:-1]):
+        return f"{len(sizes)} trees whose 'tree_sizes' do not match their text (a tree edited by hand)"
+    return None
 
 
 def column_names(names: list[str], shown: int = 2) -> str:

@@ -95,13 +95,13 @@ class LgbmMember:
     name = "lgbm"
 
     def __init__(self, cfg: DictConfig, collection: Collection):
-        import lightgbm as lgb
+        from pipeline.lgbm_model.infer import load_booster
         from pipeline.settings.lgbm import lgbm_settings
 
         path = Path(cfg.paths.models_dir) / "lgbm" / collection.slug / "model.txt"
         if not path.is_file():
             raise PredictError(f"{path}: missing; run stage lgbm@{collection.slug} first (dvc repro)")
-        self.booster, self.path = lgb.Booster(model_file=str(path)), path
+        self.booster, self.path = load_booster(path.parent), path   # a model file cut short or edited: one line
         settings = lgbm_settings(cfg, collection)
         self.spec, self.threads = settings.features, settings.num_threads
         self.kind = collection.kind
