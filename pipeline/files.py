@@ -9,6 +9,7 @@ columns verbatim.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from contextlib import contextmanager
@@ -112,6 +113,12 @@ def read_csv(path: str | os.PathLike, text_columns: Sequence[str]) -> pd.DataFra
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise PipelineError(f"{path}: expected a CSV the pipeline wrote, found one pandas cannot read ({reason}); "
                             f"re-run the stage that writes it") from None
+
+
+def is_number(value: object, low: float | None = None, high: float | None = None) -> bool:
+    """A finite int or float (not a bool) within [low, high]: a number as the pipeline writes it into its JSON."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (low is None or value >= low) and (high is None or value <= high))
 
 
 def read_json(path: str | os.PathLike) -> dict:

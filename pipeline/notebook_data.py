@@ -23,7 +23,7 @@ import pandas as pd
 
 from pipeline import files
 from pipeline.errors import PipelineError, shortened
-from pipeline.files import read_json
+from pipeline.files import is_number, read_json
 from pipeline.predictions import load_predictions, predictions_path
 from pipeline.tpugraphs.schema import LABELLED_SPLITS, PREDICTED_SPLITS, SPLITS
 from pipeline.scoring.evaluate import metrics_file, per_graph_file, scatter_file
@@ -223,7 +223,7 @@ def scores(metrics_dir: str | Path, slugs: Sequence[str], models: Mapping[str, s
 
 def score_value(path: Path, key: str, value: object) -> float:
     """`value` as a float when it is a finite number (not a bool); else PipelineError naming the file and key."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+    if not is_number(value):
         raise PipelineError(f"{path}: key {key!r} expected a finite number, found {shortened(value)}; re-run the "
                          f"stage that writes it")
     return float(value)

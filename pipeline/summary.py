@@ -32,7 +32,6 @@ baselines per built-in test program and layout collection, over the compiler def
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -45,7 +44,7 @@ from pipeline.errors import PipelineError, run_main, shortened
 from pipeline import notebook_data as reports
 from pipeline import plots_page
 from pipeline.config import stage_args
-from pipeline.files import atomic_path, read_json, write_json
+from pipeline.files import atomic_path, is_number, read_json, write_json
 from pipeline.scoring import leaderboard, metrics
 from pipeline.scoring.evaluate import metrics_file
 from pipeline.tpugraphs.dataset import Collection
@@ -75,11 +74,6 @@ def split_summary(scores: Mapping[str, float]) -> dict:
     return {"kaggle": metrics.kaggle_score(scores), "collections": len(scores), **dict(scores)}
 
 
-def is_score(value: object) -> bool:
-    """A finite int or float, not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def check_summary(summary: Mapping, path: Path) -> None:
     """PipelineError naming `path` and the key unless each model maps splits to finite scores (or to null, or to
     {"kaggle": score} as earlier runs nested them) and `autotune` is an object: one edited or mended by hand was
@@ -89,7 +83,7 @@ def check_summary(summary: Mapping, path: Path) -> None:
         if isinstance(scores, Mapping):
             values = [scores.get(k) for k in ("share", "log_share")] if model == AUTOTUNE else \
                 [v.get("kaggle") if isinstance(v, Mapping) else v for v in scores.values()]
-        if values is None or not all(v is None or is_score(v) for v in values):
+        if values is None or not all(v is None or is_number(v) for v in values):
             expected = "an object of stage autotune's shares" if model == AUTOTUNE else "{split: finite Kaggle score}"
             raise PipelineError(f"{path}: key {model!r}: expected {expected} as stage summary writes it; found "
                                 f"{shortened(scores)}; run `python -m pipeline.summary` again")
@@ -105,7 +99,7 @@ def model_summary(per_collection: Mapping[str, Mapping], splits: Sequence[str], 
         for slug, m in per_collection.items():
             entry = m.get(split)
             score = entry.get("score") if isinstance(entry, Mapping) else entry
-            if split in m and not (isinstance(entry, Mapping) and is_score(score)):
+            if split in m and not (isinstance(entry, Mapping) and is_number(score)):
                 raise PipelineError(f"{where}/{slug}.json: key '{split}.score': expected a finite score as the stage "
                                     f"writes it; found {shortened(score)}; run the stage again (dvc repro)")
         present = {slug: m[split]["score"] for slug, m in per_collection.items() if split in m}

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from pipeline.choices import ENSEMBLE_TIE_BREAKS, ENSEMBLE_WEIGHTINGS, MODEL_STAGES
 from pipeline.errors import PipelineError, shortened
-from pipeline.files import read_json
+from pipeline.files import is_number, read_json
 from pipeline.predictions import Predictions
 from pipeline.scoring import metrics
 
@@ -171,8 +171,7 @@ def read_weights(path: str | Path, fingerprint: str | None = None) -> dict[str, 
     weights = record.get("weights")
     if not isinstance(weights, dict) or not weights:
         raise PipelineError(f"{path}: key 'weights' missing; expected the member weights stage ensemble writes")
-    bad = {m: w for m, w in weights.items() if m not in MODEL_STAGES or isinstance(w, bool)
-           or not isinstance(w, (int, float)) or not np.isfinite(w) or w < 0}
+    bad = {m: w for m, w in weights.items() if m not in MODEL_STAGES or not is_number(w, low=0)}
     if bad or not any(w > 0 for w in weights.values()):
         raise PipelineError(f"{path}: key 'weights': expected weights >= 0 (finite, one above 0) of members among "
                             f"{MODEL_STAGES}; found {shortened(bad or weights)}; run stage ensemble again (dvc repro)")

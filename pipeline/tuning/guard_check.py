@@ -8,22 +8,16 @@ TypeError or AttributeError traceback, or was used silently: a NaN or negative m
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Mapping
 
 from pipeline.errors import shortened
+from pipeline.files import is_number
 from pipeline.trained import PredictError
 
 CALIBRATION_KEYS = ("configs", "correlation", "slope")          # scorers.Calibration's fields
 REGION_WRITTEN = ("max_changed", "max_gain", "min_nodes")       # trust_region writes these always (None for tile)
 MISSING = object()
-
-
-def is_number(value: object, low: float | None = None, high: float | None = None) -> bool:
-    """A finite int or float (not a bool) within [low, high]."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and (low is None or value >= low) and (high is None or value <= high))
 
 
 def is_count(value: object) -> bool:
