@@ -24,7 +24,9 @@ from pipeline.scoring import metrics
 from pipeline.timings import Stopwatch, write_timings
 from pipeline.scoring.evaluate import evaluate_and_write, load_truth, score_line
 from pipeline.predictions import Predictions, load_predictions, predictions_path, save_predictions
-from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
+from pipeline.pruned import header_configs
+from pipeline.tpugraphs.dataset import Collection, graph_paths, npz_root
+from pipeline.tpugraphs.npz import list_members
 from pipeline.tpugraphs.schema import PREDICTED_SPLITS
 
 
@@ -72,7 +74,7 @@ def member_predictions(cfg: DictConfig, names: Sequence[str], collection: Collec
     if truth is not None:
         expected = {g: len(runtimes) for g, runtimes in truth.items()}
     else:
-        expected = {p.stem: load_graph(p, collection, split).n_configs
+        expected = {p.stem: header_configs(list_members(p))       # npz headers only, as check_pruned_from counts
                     for p in graph_paths(npz_root(cfg.data.root), collection, split)}
     members = []
     for name in names:
