@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from pipeline.choices import MODELS, PRUNE_DEDUP_MODES
 from pipeline.config import data_fingerprint
 from pipeline.errors import PipelineError, shortened
-from pipeline.files import read_json
+from pipeline.files import is_number, read_json
 from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, WHOLE_GRAPH, PrunedGraph, collection_dir, load_pruned_graph
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
@@ -54,8 +54,7 @@ def saved_prune_params(report_path: Path, collection: Collection) -> dict:
     saved = read_json(report_path).get("params")
     hops = saved.get("hops") if isinstance(saved, dict) else None
     if not isinstance(saved, dict) or not (hops == WHOLE_GRAPH or isinstance(hops, int) and hops >= 0) \
-            or saved.get("dedup") not in PRUNE_DEDUP_MODES or isinstance(saved.get("pad_value"), bool) \
-            or not isinstance(saved.get("pad_value"), (int, float)) or not np.isfinite(saved["pad_value"]):
+            or saved.get("dedup") not in PRUNE_DEDUP_MODES or not is_number(saved.get("pad_value")):
         raise PredictError(f"{report_path}: key 'params': expected what stage prune ran with (hops a count or "
                            f"{WHOLE_GRAPH!r}, a finite pad_value, dedup one of {PRUNE_DEDUP_MODES}); found "
                            f"{shortened(saved)}; run stage prune for {collection.slug} again (dvc repro)")
