@@ -58,30 +58,40 @@ def lgb_params(settings: LgbmSettings, seed: int) -> dict:
     }
 
 
-def pairwise_objective(data: RankData):
+def pairwise_objective(data: RankData, threads: int = 1):
     """A LightGBM objective: logistic loss on every pair of a query with different runtimes, all pairs weighing
     the same (as in Kendall tau), each row's gradient averaged over its query's other rows.
 
-    Relevance s should order faster first: pair (i faster than j) costs log(1 + exp(-(s_i - s_j))).
+    Relevance s should order faster first: pair (i faster than j) costs log(1 + exp(-(s_i - s_j))). The queries
+    are independent: `threads` > 1 computes them in that many threads (numpy's loops release the GIL), each query's
+    arithmetic unchanged, so the gradients are bit for bit those of one thread.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from scipy.special import expit
 
     bounds = np.cumsum([0, *data.group])
+    queries = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b - a >= 2]
+
+    def query(a: int, b: int, preds: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
+        # pairs in float32 (2.3x faster), sums in float64: the gradients agree with float64 throughout to
+        # ~1e-8 relative, below the float32 LightGBM rounds them to
+        runtime, score = data.runtime[a:b], preds[a:b].astype(np.float32)
+        faster = runtime[:, None] < runtime[None, :]                      # [rows, rows] i faster than j
+        push = expit(score[None, :] - score[:, None])                     # [rows, rows] sigma(-(s_i - s_j))
+        push *= faster                                                    # on ordered pairs only
+        curve = push * (1.0 - push)
+        grad[a:b] = (push.sum(0, dtype=np.float64) - push.sum(1, dtype=np.float64)) / (b - a - 1)
+        hess[a:b] = (curve.sum(0, dtype=np.float64) + curve.sum(1, dtype=np.float64)) / (b - a - 1)
 
     def objective(preds: np.ndarray, _dataset) -> tuple[np.ndarray, np.ndarray]:
         grad, hess = np.zeros_like(preds), np.zeros_like(preds)
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if b - a < 2:
-                continue
-            # pairs in float32 (2.3x faster), sums in float64: the gradients agree with float64 throughout to
-            # ~1e-8 relative, below the float32 LightGBM rounds them to
-            runtime, score = data.runtime[a:b], preds[a:b].astype(np.float32)
-            faster = runtime[:, None] < runtime[None, :]                  # [rows, rows] i faster than j
-            push = expit(score[None, :] - score[:, None])                 # [rows, rows] sigma(-(s_i - s_j))
-            push *= faster                                                # on ordered pairs only
-            curve = push * (1.0 - push)
-            grad[a:b] = (push.sum(0, dtype=np.float64) - push.sum(1, dtype=np.float64)) / (b - a - 1)
-            hess[a:b] = (curve.sum(0, dtype=np.float64) + curve.sum(1, dtype=np.float64)) / (b - a - 1)
+        if threads <= 1 or len(queries) < 2:
+            for a, b in queries:
+                query(a, b, preds, grad, hess)
+        else:                                    # each thread writes its own queries' rows of grad and hess
+            with ThreadPoolExecutor(min(threads, len(queries))) as pool:
+                list(pool.map(lambda q: query(*q, preds, grad, hess), queries))
         return grad, hess
     return objective
 
@@ -125,7 +135,7 @@ def train_ranker(train: RankData, valid: RankData, settings: LgbmSettings, seed:
 
     params = lgb_params(settings, seed)
     if params["objective"] == "pairwise":
-        params["objective"] = pairwise_objective(train)
+        params["objective"] = pairwise_objective(train, settings.num_threads)
     dtrain = lgb.Dataset(train.features, train.label, group=train.group, feature_name=train.names)
     dvalid = lgb.Dataset(valid.features, valid.label, group=valid.group, reference=dtrain)
     history: dict = {}

@@ -139,6 +139,24 @@ def test_pairwise_objective_gradients_by_hand_and_by_finite_differences():
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
 
 
+def test_pairwise_objective_in_threads_is_bit_for_bit_one_thread():
+    rng = np.random.default_rng(1)
+    group = [40, 1, 57, 2, 33, 64]                    # queries of 1 row (no pair) and 2 rows among larger ones
+    rows = sum(group)
+    runtime = rng.integers(0, 20, rows).astype(np.float64)   # ties inside queries
+    data = rank_data.RankData(np.zeros((rows, 1), np.float32), np.zeros(rows, np.int32), group,
+                               np.cumsum([0, *group]), runtime, ["x"])
+    score = rng.normal(size=rows)
+    grad_1, hess_1 = train.pairwise_objective(data, threads=1)(score, None)
+    grad_3, hess_3 = train.pairwise_objective(data, threads=3)(score, None)
+    assert np.count_nonzero(grad_1) > rows - 10 and np.all(hess_1 >= 0)
+    assert np.array_equal(grad_1, grad_3) and np.array_equal(hess_1, hess_3)
+    alone = [train.pairwise_objective(rank_data.RankData(np.zeros((b - a, 1), np.float32), np.zeros(b - a, np.int32),
+                                                         [b - a], np.array([0, b - a]), runtime[a:b], ["x"]))(
+        score[a:b], None)[0] for a, b in zip(np.cumsum([0, *group])[:-1], np.cumsum(group))]
+    assert np.array_equal(grad_3, np.concatenate(alone))   # each query's rows hold its own gradients
+
+
 @pytest.mark.parametrize("objective", ["lambdarank", "rank_xendcg"])
 def test_listwise_objectives_learn_the_runtime_rule(cfg, objective):
     assert cfg.lgbm.layout.objective == "pairwise"                      # the default, trained by the tests above
