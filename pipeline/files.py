@@ -116,9 +116,15 @@ def read_csv(path: str | os.PathLike, text_columns: Sequence[str]) -> pd.DataFra
 
 
 def is_number(value: object, low: float | None = None, high: float | None = None) -> bool:
-    """A finite int or float (not a bool) within [low, high]: a number as the pipeline writes it into its JSON."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and (low is None or value >= low) and (high is None or value <= high))
+    """A finite int or float (not a bool) within [low, high]: a number as the pipeline writes it into its JSON (an
+    integer beyond float's range, which json reads from a long run of digits, is none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        value = float(value)
+    except OverflowError:
+        return False
+    return math.isfinite(value) and (low is None or value >= low) and (high is None or value <= high)
 
 
 def read_json(path: str | os.PathLike) -> dict:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from pipeline.choices import PRUNE_WHOLE_GRAPH
 from pipeline.errors import PipelineError
-from pipeline.files import atomic_path, read_csv, write_csv
+from pipeline.files import atomic_path, read_csv, read_json, write_csv
 
 TEXT_COLUMNS = ("split", "graph_id", "source_file")   # read verbatim: a graph id may be `NA` or `None`
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
@@ -135,6 +135,18 @@ def header_configs(members: dict) -> int | None:
     return None
 
 
+def skipped_graphs(report: Path) -> set[tuple[str, str]]:
+    """(split, graph_id) of every train graph prune's `report.json` lists as skipped; PipelineError naming the file
+    when it is not valid JSON or its `skipped` is not such a list."""
+    entries = read_json(report).get("skipped", [])
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("split"), str) and isinstance(e.get("graph_id"), str)
+            for e in entries):
+        raise PipelineError(f"{report}: expected `skipped` to list objects with a split and a graph_id (re-run stage "
+                            f"prune), found {entries!r:.60}")
+    return {(e["split"], e["graph_id"]) for e in entries}
+
+
 def check_pruned_from(pruned_dir: str | Path, collection, data_root: str | Path) -> None:
     """PipelineError unless the pruned collection holds the graphs of `data_root`, split by split (ids, and
     configuration counts from the npz headers; train graphs prune skipped aside): a model stage run by hand after
@@ -147,8 +159,7 @@ def check_pruned_from(pruned_dir: str | Path, collection, data_root: str | Path)
     folder = collection_dir(pruned_dir, collection.slug)
     index = read_index(pruned_dir, collection.slug)
     report = folder / REPORT_FILE
-    skipped = {(s["split"], s["graph_id"]) for s in json.loads(report.read_text()).get("skipped", [])} \
-        if report.is_file() else set()
+    skipped = skipped_graphs(report) if report.is_file() else set()
     for split in ("train", "valid", "test"):
         rows = index[index["split"] == split]
         pruned = dict(zip(rows["graph_id"], rows["configs"].astype(int)))

@@ -7,15 +7,16 @@ never a bool, a number is finite, a string is not empty.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline.errors import PipelineError, clipped, shortened
+from pipeline.files import is_number
 
 SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
+INT64_MAX = 2 ** 63 - 1                          # the largest integer setting numpy and torch can hold
 
 
 class SettingsError(PipelineError):
@@ -40,6 +41,8 @@ class Int:
     def check(self, value, key: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SettingsError(key, value, self.describe())
+        if abs(value) > INT64_MAX:               # no array, tensor or library takes it: a traceback where it went
+            raise SettingsError(key, value, f"{self.describe()} that fits in 64 bits")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise SettingsError(key, value, self.describe())
 
@@ -60,7 +63,7 @@ class Float:
         return "a finite number" + (" " + " and ".join(bounds) if bounds else "")
 
     def check(self, value, key: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not is_number(value):                 # an integer beyond float's range too (an OverflowError before)
             raise SettingsError(key, value, self.describe())
         below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         above = self.high is not None and (value >= self.high if self.high_open else value > self.high)

@@ -80,3 +80,13 @@ def test_read_json_names_a_file_that_is_not_utf8(tmp_path):
     (tmp_path / "featurize.json").write_bytes(b"\xff\xfe{}")
     with pytest.raises(PipelineError, match=r"featurize\.json: not valid JSON \(not UTF-8 text: byte 0, "):
         read_json(tmp_path / "featurize.json")
+
+
+@pytest.mark.parametrize("value, low, high, expected", [
+    (1, None, None, True), (2.5, 0, 3, True), (-1.0, 0, None, False), (4, None, 3, False), (True, None, None, False),
+    (float("nan"), None, None, False), (float("inf"), None, None, False), ("1", None, None, False),
+    (None, None, None, False), pytest.param(10 ** 400, None, None, False, id="int-beyond-float")])  # OverflowError
+def test_is_number_is_a_finite_number_in_range(value, low, high, expected):
+    from pipeline.files import is_number
+
+    assert is_number(value, low, high) is expected

@@ -1,6 +1,8 @@
 """pipeline.pruned: the per-collection index read back as the stages read it."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,23 @@ def test_a_pruned_collection_of_other_data_is_refused_naming_the_change(tmp_path
     write_npz(folder / "train/a.npz", arrays)
     with pytest.raises(PipelineError, match=r"\(train\); found a.npz has 3 configurations, its pruned graph 4"):
         check_pruned_from(tmp_path / "pruned", collection, tmp_path / "data")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"skipped": [{"split": "train"', "not valid JSON"),                      # cut short: a JSONDecodeError before
+    ('{"skipped": [{"split": "train"}]}', "expected `skipped` to list objects with a split and a graph_id"),
+    ('{"skipped": "a"}', "expected `skipped` to list objects"),
+    ('[]', "expected a JSON object")])
+def test_a_report_that_is_not_prunes_is_one_line_naming_it(tmp_path, text, expected):
+    from pipeline.errors import PipelineError
+    from pipeline.pruned import skipped_graphs
+
+    report = tmp_path / "report.json"
+    report.write_text('{"skipped": [{"split": "train", "graph_id": "z", "source_file": "z.npz"}]}')
+    assert skipped_graphs(report) == {("train", "z")}
+    report.write_text(text)
+    with pytest.raises(PipelineError, match=rf"^{report}: .*{re.escape(expected)}"):
+        skipped_graphs(report)
 
 
 def test_a_test_file_without_its_hidden_runtimes_is_counted_by_its_configurations(tmp_path):

@@ -22,6 +22,9 @@ from pipeline.settings_types import SettingsError
     ("submit.name=../../evil", "submit.name"),
     ("submit.name=a/b", "submit.name"),
     ("submit.name=..", "submit.name"),
+    ("gnn.hidden=1" + "0" * 400, "gnn.hidden"),                 # an integer numpy and torch cannot hold
+    ("gnn.margin=1" + "0" * 400, "gnn.margin"),                 # a float setting: math.isfinite's OverflowError
+    ("synthesize.workers=9223372036854775808", "synthesize.workers"),
 ])
 def test_a_value_past_a_library_limit_is_refused(override, key):
     with pytest.raises(SettingsError) as error:
@@ -30,7 +33,7 @@ def test_a_value_past_a_library_limit_is_refused(override, key):
 
 
 @pytest.mark.parametrize("override", ["lgbm.num_leaves=131072", "seed=2147483647", "submit.name=my.sub-1",
-                                      "featurize.seed=7"])
+                                      "featurize.seed=7", "synthesize.workers=9223372036854775807"])
 def test_the_largest_values_the_libraries_take_still_load(override):
     compose([override], with_selection=False)
 

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from pipeline.errors import PipelineError, shortened
-from pipeline.files import read_json, write_text
+from pipeline.files import is_number, read_json, write_text
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.tpugraphs.schema import NODE_FEAT_DIM, NODE_FEAT_NAMES
 
@@ -150,13 +150,11 @@ class Normalizer:
                                                                for c in columns)
                   and columns == sorted(set(columns)) and all(0 <= c < NODE_FEAT_DIM for c in columns)}
         size = len(columns) if checks["columns"] else -1
-        for key, ok in (("log", lambda v: isinstance(v, bool)), ("mean", np.isfinite),
-                        ("std", lambda v: np.isfinite(v) and v > 0)):
+        for key, ok in (("log", lambda v: isinstance(v, bool)), ("mean", is_number),
+                        ("std", lambda v: is_number(v) and v > 0)):
             value = data.get(key)
-            checks[key] = isinstance(value, list) and len(value) == size and all(
-                (isinstance(v, bool) if key == "log" else isinstance(v, (int, float)) and not isinstance(v, bool))
-                and ok(v) for v in value)
-        checks["pad_value"] = isinstance(data.get("pad_value"), (int, float)) and np.isfinite(data["pad_value"])
+            checks[key] = isinstance(value, list) and len(value) == size and all(ok(v) for v in value)
+        checks["pad_value"] = is_number(data.get("pad_value"))
         checks["train_nodes"] = isinstance(data.get("train_nodes"), int) and data["train_nodes"] >= 0
         expected = {"columns": f"ascending distinct node_feat columns 0..{NODE_FEAT_DIM - 1}",
                     "log": "a true/false per column", "mean": "a finite number per column",

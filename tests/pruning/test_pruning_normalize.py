@@ -84,6 +84,9 @@ def test_save_load_roundtrip(tmp_path):
     (lambda d: d.update(log=[True]), "key 'log': expected a true/false per column; found [True]"),
     (lambda d: d.update(std=[1.0, 0.0]), "key 'std': expected a number > 0 per column; found [1.0, 0.0]"),
     (lambda d: d.update(mean=[0.0, "x"]), "key 'mean': expected a finite number per column"),
+    (lambda d: d.update(mean=[0.0, True]), "key 'mean': expected a finite number per column"),
+    (lambda d: d.update(mean=[0.0, 10 ** 400]), "key 'mean': expected a finite number per column"),  # OverflowError
+    (lambda d: d.update(std=[1.0, 10 ** 400]), "key 'std': expected a number > 0 per column"),
     (lambda d: d.update(pad_value=None), "key 'pad_value': expected a finite number; found None"),
     (lambda d: d.update(train_nodes=True), "key 'train_nodes': expected a count; found True"),
     (lambda d: d.update(extra=1), "keys ['extra'] unknown; expected the normaliser stage prune writes"),
