@@ -79,11 +79,12 @@ def builtin_test_programs(cfg: DictConfig) -> list:
     return [p for p in layout_programs(program_settings(generator, cfg.synthesize)) if p.split == "test"]
 
 
-def builtin_program(zoo_program, params: LayoutCostParams) -> Program:
-    """The program's layout graph with node_feat's layout columns as the default configuration compiles it."""
+def builtin_program(zoo_program, params: LayoutCostParams, layout=None) -> Program:
+    """The program's layout graph (`layout`, else lowered here) with node_feat's layout columns as the default
+    configuration compiles it."""
     from pipeline.synth.programs import layout_graph_of
 
-    layout = layout_graph_of(zoo_program)
+    layout = layout_graph_of(zoo_program) if layout is None else layout
     model = LayoutCostModel(layout.graph, layout.config_node_ids, params)
     return Program(zoo_program.name, layout, with_layouts(layout.node_feat, model.default_minor_to_major()), ())
 
@@ -102,10 +103,10 @@ class BuiltinCase:
         return self.truth.default_ns * float(np.exp(self.oracle.score))
 
 
-def builtin_case(zoo_program, params: LayoutCostParams, s: AutotuneSettings) -> BuiltinCase:
-    """`zoo_program`'s graph, space, cost model and oracle (`pipeline.tuning.oracle`, the stage's oracle settings,
-    seeded by autotune.seed and the program's name)."""
-    program = builtin_program(zoo_program, params)
+def builtin_case(zoo_program, params: LayoutCostParams, s: AutotuneSettings, layout=None) -> BuiltinCase:
+    """`zoo_program`'s graph (`layout`, else lowered here), space, cost model and oracle (`pipeline.tuning.oracle`,
+    the stage's oracle settings, seeded by autotune.seed and the program's name)."""
+    program = builtin_program(zoo_program, params, layout)
     space = LayoutSpace.of(program.layout.graph, program.layout.config_node_ids, program.name)
     truth = CostModelScorer(space, params)
     oracle = oracle_search(space, truth, s.search, s.oracle_budget, s.oracle_random, s.oracle_batch,
@@ -190,14 +191,16 @@ def measure_guards(cfg: DictConfig, s: AutotuneSettings, progress: bool) -> dict
 @dataclass(frozen=True)
 class ProgramJob:
     """One built-in test program to verify, maybe in a pool worker (picklable): the config, the guard tables of the
-    layout collections (slug -> table, `measure_guard`), the zoo program, the work folder and the worker's torch
-    threads (None: torch's own count, in the stage's process)."""
+    layout collections (slug -> table, `measure_guard`), the zoo program, the work folder, the worker's torch
+    threads (None: torch's own count, in the stage's process) and the program's lowered layout graph (None: the
+    worker lowers it)."""
 
     cfg: DictConfig
     tables: dict
     zoo_program: object
     work_dir: str
     threads: int | None = None
+    layout: object = None
 
 
 def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[str, list[dict], list[dict], float]:
@@ -213,7 +216,7 @@ def verify_builtin(job: ProgramJob, guides: dict | None = None) -> tuple[str, li
         guides = {c.slug: guide_of(job.tables[c.slug], s.model, c,
                                    load_members(cfg, job.tables[c.slug]["models"][s.model]["weights"], c),
                                    s.guard.by_distance) for c in collections}
-    case = builtin_case(zoo_program, layout_cost(cfg.synthesize.layout_cost), s)
+    case = builtin_case(zoo_program, layout_cost(cfg.synthesize.layout_cost), s, job.layout)
     featurize_search = search_params(cfg.featurize.search)
     rows, times = [], []
     for c in collections:
@@ -229,13 +232,18 @@ def verify_all(cfg: DictConfig, zoo: list, tables: dict, guides: dict, work_dir:
                progress: bool) -> list[tuple[str, list[dict], list[dict], float]]:
     """`verify_builtin` of every program of `zoo`, in its order: in this process with `workers` 1, else in a pool
     of that many spawned processes sharing the cores (`pipeline.graphnet.member_pool`), one program at a time
-    each. A row depends only on its program, collection and seed, so the pool's results are those of one process
-    with the same torch threads."""
+    each, the programs of most configurable nodes first (lowered here, once), so that no large program starts last
+    while the other workers wait. A row depends only on its program, collection and seed, so the pool's results are
+    those of one process with the same torch threads."""
     if workers <= 1 or not zoo:                         # no pool to start without built-in programs (real data)
         done = (verify_builtin(ProgramJob(cfg, tables, p, str(work_dir)), guides) for p in zoo)
     else:
+        from pipeline.synth.programs import layout_graph_of
+
         threads = max(1, torch.get_num_threads() // workers)
-        done = imap_pool(verify_builtin, [ProgramJob(cfg, tables, p, str(work_dir), threads) for p in zoo], workers)
+        jobs = [ProgramJob(cfg, tables, p, str(work_dir), threads, layout_graph_of(p)) for p in zoo]
+        jobs.sort(key=lambda job: -len(job.layout.config_node_ids))     # the longest first: a shorter tail
+        done = imap_pool(verify_builtin, jobs, workers)
     by_name = {}
     for result in tqdm(done, total=len(zoo), desc="autotune", unit="program", disable=not progress):
         by_name[result[0]] = result
