@@ -24,10 +24,11 @@ from omegaconf import DictConfig
 
 from pipeline import tracking
 from pipeline.config import stage_args
-from pipeline.errors import run_main
+from pipeline.errors import run_main, shortened
 from pipeline.files import write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
+from pipeline.settings_types import INT64_MAX
 from pipeline.trained import PredictError
 from pipeline.timings import TIMINGS_DIR
 from pipeline.tuning.guard import guard_file
@@ -77,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                            dvc_outputs=False)
     if args.builtin == bool(args.programs) or len(args.programs) > 2:
         raise SystemExit("error: give PROGRAM.hlo.txt [PROGRAM_OPT.hlo.txt], or --builtin for the stage")
-    if args.budget is not None and args.budget < 1:
-        raise SystemExit(f"error: --budget {args.budget}: expected >= 1")
+    if args.budget is not None and not 1 <= args.budget <= INT64_MAX:    # 400 digits went into the JSON written
+        raise SystemExit(f"error: --budget {shortened(args.budget)}: expected an integer >= 1 that fits in 64 bits")
     try:
         if args.builtin:
             metrics = run_stage(cfg)

@@ -18,9 +18,9 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from pipeline.errors import PipelineError, run_main
+from pipeline.errors import PipelineError, run_main, shortened
 from pipeline.choices import SYNTH_BUILDERS
-from pipeline.files import read_json
+from pipeline.files import is_number, read_json
 from pipeline.config import stage_args
 from pipeline.synth import programs
 from pipeline.settings.programs import program_settings
@@ -29,6 +29,7 @@ from pipeline.templates.dataset import synthesize
 from pipeline.tpugraphs.schema import STATS_FILE
 
 STATS_FLAG = "--stats"
+COUNTS = ("graphs", "nodes", "edges", "configs")           # stats.json's counts per collection and split
 PROGRAMS, TEMPLATES = BUILDERS = SYNTH_BUILDERS          # data.generator.builder
 
 
@@ -84,7 +85,43 @@ def read_stats(synthetic_dir: str | Path) -> dict:
     path = Path(synthetic_dir) / STATS_FILE
     if not path.is_file():
         raise SystemExit(f"error: {path}: no dataset stats there; build the dataset first (`dvc repro synthesize`)")
-    return read_json(path)
+    return check_stats(path, read_json(path))
+
+
+def check_stats(path: Path, stats: dict) -> dict:
+    """`stats` when format_stats can show it: collections {slug: {split: {graphs, nodes, edges, configs}}} counts
+    >= 0, ceilings {slug: {split: finite number or null}}; else PipelineError naming the file and key (a cut-short or
+    edited file was a KeyError / AttributeError traceback, a ceiling of text or 400 digits a format traceback)."""
+    def refuse(key: str, value, expected: str) -> PipelineError:
+        return PipelineError(f"{path}: key {key!r}: expected {expected}, found {shortened(value)}; rebuild the "
+                             f"dataset (`dvc repro synthesize`)")
+    if not stats.get("synthesized"):
+        return stats
+    counts = f"counts >= 0 of {', '.join(COUNTS)}"
+    for key, table in (("collections", stats.get("collections")), ("ceiling", stats.get("ceiling", {}))):
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise refuse(key, table, "an object {collection: {split: " + (counts if key == "collections" else
+                                                                          "ceiling") + "}}")
+        for slug, splits in table.items():
+            for split, row in splits.items():
+                if key == "collections" and not (isinstance(row, dict) and all(is_number(row.get(c), low=0)
+                                                                                for c in COUNTS)):
+                    raise refuse(f"{key}.{slug}.{split}", row, counts)
+                if key == "ceiling" and not (row is None or is_number(row)):
+                    raise refuse(f"{key}.{slug}.{split}", row, "a finite number or null")
+    return stats
+    for key, expected in (("collections", f"{{split: {{{', '.join(COUNTS)}}}}}"), ("ceiling", "{split: ceiling}")):
+        table = stats.get(key, {}) if key == "ceiling" else stats.get(key)
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise refuse(key, table, f"an object {{collection: {expected}}}")
+        for slug, splits in table.items():
+            for split, row in splits.items():
+                fine = (isinstance(row, dict) and all(is_number(row.get(c), low=0) for c in COUNTS)) \
+                    if key == "collections" else row is None or is_number(row)
+                if not fine:
+                    raise refuse(f"{key}.{slug}.{split}", row, expected.split(": ", 1)[1][:-1] if key ==
+                                 "collections" else "a finite number or null")
+    return stats
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -76,6 +76,15 @@ def test_the_command_needs_a_program_or_builtin():
             main(argv)
 
 
+@pytest.mark.parametrize("budget, shown", [("0", "0"), ("9" * 400, "9" * 77 + "..."), (str(2 ** 63), str(2 ** 63))])
+def test_a_budget_below_1_or_beyond_64_bits_is_refused(budget, shown):
+    """--budget of 400 digits was searched (the time limit ends it) and written into the program's JSON whole, where
+    autotune.budget must fit in 64 bits."""
+    with pytest.raises(SystemExit) as stop:
+        main(["a.hlo.txt", "--budget", budget])
+    assert stop.value.code == f"error: --budget {shown}: expected an integer >= 1 that fits in 64 bits"
+
+
 @pytest.mark.slow
 def test_stage_autotune_verifies_every_builtin_test_program(repo):
     dest, _ = repo

@@ -14,6 +14,7 @@ import yaml
 from conftest import BIN, ROOT
 
 from pipeline.config import compose, write_params
+from pipeline.errors import PipelineError
 from pipeline.scoring.metrics import graph_score
 from pipeline.zoo import common
 from pipeline.synthesize import format_stats, main, run
@@ -207,3 +208,24 @@ def test_stats_flag_reads_and_never_rewrites_the_dataset(ci_dir, tmp_path, capsy
     assert str(stop.value) == f"error: {empty / 'stats.json'}: no dataset stats there; build the dataset first " \
                               f"(`dvc repro synthesize`)"
     assert not empty.exists()
+
+
+@pytest.mark.parametrize("edit, key, expected", [
+    (lambda s: s["ceiling"]["tile-xla"].update(test=int("9" * 400)), "ceiling.tile-xla.test",
+     "a finite number or null"),                                             # was an OverflowError traceback
+    (lambda s: s["ceiling"]["tile-xla"].update(test="x"), "ceiling.tile-xla.test", "a finite number or null"),
+    (lambda s: s["ceiling"]["tile-xla"].update(test=float("nan")), "ceiling.tile-xla.test", "a finite number or null"),
+    (lambda s: s.pop("collections"), "collections", "an object {collection: {split: counts >= 0 of graphs"),
+    (lambda s: s.update(collections=[1]), "collections", "an object"),      # an AttributeError traceback
+    (lambda s: s["collections"]["tile-xla"]["test"].update(graphs=-1), "collections.tile-xla.test", "counts >= 0"),
+    (lambda s: s["collections"]["tile-xla"]["test"].pop("nodes"), "collections.tile-xla.test", "counts >= 0"),
+])
+def test_stats_flag_refuses_an_edited_stats_json_naming_the_key(tmp_path, edit, key, expected):
+    """--stats on a stats.json cut short or edited: one line naming the file and key (tracebacks before)."""
+    stats = {"synthesized": True, "ceiling": {"tile-xla": {"test": 1.0}},
+             "collections": {"tile-xla": {"test": {"graphs": 2, "nodes": 9, "edges": 8, "configs": 40}}}}
+    edit(stats)
+    (tmp_path / "stats.json").write_text(json.dumps(stats))
+    with pytest.raises(PipelineError) as err:
+        main(["data=programs_ci", f"paths.synthetic_dir={tmp_path}", "--stats"])
+    assert str(err.value).startswith(f"{tmp_path / 'stats.json'}: key {key!r}: expected {expected}")

@@ -6,32 +6,43 @@ Every decoder takes the raw attribute text and raises ValueError(what was expect
 from __future__ import annotations
 
 import re
+from math import prod
 
+from pipeline.errors import shortened
 from pipeline.hlo.graph import ConvDims, DotDims, Window
 from pipeline.hlo.text import Instruction, split_top
 
 # Attributes naming called computations, in the order XLA keeps them in `called_computations`.
 CALLED_KEYS = ("calls", "to_apply", "body", "condition", "select", "scatter", "true_computation",
                "false_computation", "branch_computations", "called_computations")
+INT64_MAX = 2 ** 63 - 1             # XLA parses every integer attribute as an int64 (its lexer refuses a larger one)
+FLOAT32_MAX = 3.4028234663852886e38  # node_feat is float32: a product of window sizes (slice limits ...) beyond it
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits: \d and int() also take '٣', '1_0', '+3', which XLA refuses
 
 
-def integer(value: str, what: str = "an integer") -> int:
-    """'3' -> 3 (a parameter number, a group count, an iota dimension)."""
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{what}, found {value!r}") from None
+def is_int64(text: str) -> bool:
+    """`text` is an ASCII decimal integer within int64 (no int() of a 5000-digit string, which raises)."""
+    return _INTEGER.fullmatch(text) is not None and len(text.lstrip("-").lstrip("0")) <= 19 and \
+        abs(int(text)) <= INT64_MAX
 
 
-def int_list(value: str, what: str = "a list of integers {0,1,...}") -> tuple[int, ...]:
-    """'{0,1}' -> (0, 1); '{}' -> ()."""
+def integer(value: str, what: str = "an integer", low: int | None = None) -> int:
+    """'3' -> 3 (a parameter number, a group count, an iota dimension); an int64, ASCII digits, >= `low`."""
+    if not is_int64(value.strip()) or (low is not None and int(value) < low):
+        bound = "within int64" if low is None else f">= {low} (within int64)"
+        raise ValueError(f"{what} {bound}, found {shortened(value)}")
+    return int(value)
+
+
+def int_list(value: str, what: str = "a list of integers {0,1,...}", low: int | None = None) -> tuple[int, ...]:
+    """'{0,1}' -> (0, 1); '{}' -> (); each an int64 >= `low`."""
     text = value.strip()
     if not (text.startswith("{") and text.endswith("}")):
         raise ValueError(what)
-    try:
-        return tuple(int(v) for v in split_top(text[1:-1]))
-    except ValueError:
-        raise ValueError(what) from None
+    items = split_top(text[1:-1])
+    if not all(is_int64(v) and (low is None or int(v) >= low) for v in items):
+        raise ValueError(f"{what} ({'int64s' if low is None else f'int64s >= {low}'})")
+    return tuple(int(v) for v in items)
 
 
 def _by_dim(text: str, sep: str, width: int, what: str) -> list[tuple[int, ...]]:
@@ -39,8 +50,8 @@ def _by_dim(text: str, sep: str, width: int, what: str) -> list[tuple[int, ...]]
     rows = []
     for item in text.split("x"):
         parts = item.split(sep) if sep else [item]
-        if len(parts) not in (width, width + 1) or not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            raise ValueError(what)
+        if len(parts) not in (width, width + 1) or not all(is_int64(p) for p in parts):
+            raise ValueError(f"{what} (int64s)")
         rows.append(tuple(int(p) for p in parts))
     return rows
 
@@ -69,6 +80,8 @@ def window(value: str) -> Window:
     pads = _by_dim(fields["pad"], "_", 2, what) if "pad" in fields else [(0, 0)] * n
     if len(pads) != n:
         raise ValueError(what + f" (pad has {len(pads)} dims, size has {n})")
+    if min(size + [v for key in ("stride", "lhs_dilate", "rhs_dilate") for v in per_dim(key, 1)], default=1) < 1:
+        raise ValueError(what + " (size, stride and dilations >= 1, as XLA requires)")
     return Window(tuple(size), per_dim("stride", 1), tuple(p[0] for p in pads), tuple(p[1] for p in pads),
                   per_dim("rhs_dilate", 1), per_dim("lhs_dilate", 1),
                   tuple(bool(v) for v in per_dim("rhs_reversal", 0)))
@@ -130,12 +143,14 @@ def slice_dims(value: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int,
         raise ValueError(what)
     start, stride, limit = [], [], []
     for item in split_top(text[1:-1]):
-        m = re.fullmatch(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]", item)
-        if not m:
-            raise ValueError(what)
+        m = re.fullmatch(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]", item)
+        if not m or not all(is_int64(v) for v in m.groups() if v is not None):
+            raise ValueError(f"{what} (int64s)")
         start.append(int(m.group(1)))
         limit.append(int(m.group(2)))
         stride.append(int(m.group(3) or 1))
+    if min(stride, default=1) < 1:
+        raise ValueError(f"{what} (strides >= 1, as XLA requires)")
     return tuple(start), tuple(stride), tuple(limit)
 
 
@@ -160,3 +175,18 @@ def called_computations(inst: Instruction) -> list[str]:
                 raise ValueError(f"{key}= a computation name or a list {{%a, %b}}")
             names.append(item.lstrip("%"))
     return names
+
+
+def check_float32(fields: dict) -> None:
+    """ValueError unless the sums and products node_feat holds of a node's window, slice, dynamic-slice sizes and
+    padding fit its float32 (int64 sizes multiply past it: float32 inf, or Python's OverflowError past float64)."""
+    w, sliced, pads = fields.get("window"), fields.get("slice") or (), fields.get("padding") or ()
+    named = [(f"window {k}", getattr(w, k)) for k in ("size", "stride", "pad_low", "pad_high", "window_dilation",
+                                                      "base_dilation")] if w else []
+    named += list(zip(("slice start", "slice stride", "slice limit"), sliced))
+    named += [("dynamic_slice_sizes", fields.get("dynamic_slice_sizes", ()))]
+    named += list(zip(("padding low", "padding high"), pads))
+    for name, values in named:
+        if abs(prod(values)) > FLOAT32_MAX or abs(sum(values)) > FLOAT32_MAX:
+            raise ValueError(f"{name} whose sum and product fit node_feat's float32 (at most {FLOAT32_MAX:.4g}), "
+                             f"found {shortened(list(values))}")

@@ -14,6 +14,8 @@
   (1 on convolutions when not written), slice, dynamic_slice_sizes, padding, is_stable, is_root.
 - Dots and convolutions must fit their operands as XLA's verifier requires (two operands; dimension numbers and
   dim_labels within the ranks, a window size per spatial dimension): anything else is an `HloParseError`.
+- Numbers as XLA reads them: ASCII int64s; window sizes, strides and dilations, slice strides and group counts >= 1,
+  parameter numbers and dimensions >= 0; the sums and products node_feat holds fit its float32.
 """
 from __future__ import annotations
 
@@ -109,11 +111,11 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
     fields: dict = {}
     try:
         if inst.opcode == "parameter":
-            fields["parameter_number"] = at.integer(inst.payload)
+            fields["parameter_number"] = at.integer(inst.payload, "a parameter number", low=0)
         if "dimensions" in a:
-            fields["dimensions"] = at.int_list(a["dimensions"])
+            fields["dimensions"] = at.int_list(a["dimensions"], low=0)
         if "iota_dimension" in a:
-            fields["dimensions"] = (at.integer(a["iota_dimension"]),)
+            fields["dimensions"] = (at.integer(a["iota_dimension"], "iota_dimension", low=0),)
         if "window" in a:
             fields["window"] = at.window(a["window"])
         if inst.opcode in ("convolution", "dot"):
@@ -126,18 +128,19 @@ def _node_fields(module: HloModule, inst: Instruction, operands: list[Instructio
             fields["conv"] = at.conv_dims(a["dim_labels"])
             at.check_conv_ranks(fields["conv"], len(fields["window"].size) if "window" in fields else None,
                                 (ranks[0], ranks[1], len(inst.shape.dims)))
-            fields["feature_group_count"] = at.integer(a.get("feature_group_count", "1"))
-            fields["batch_group_count"] = at.integer(a.get("batch_group_count", "1"))
+            fields["feature_group_count"] = at.integer(a.get("feature_group_count", "1"), "feature_group_count", 1)
+            fields["batch_group_count"] = at.integer(a.get("batch_group_count", "1"), "batch_group_count", 1)
         if inst.opcode == "dot":
             fields["dot"] = at.dot_dims(a, ranks[0])
             at.check_dot_ranks(fields["dot"], ranks[0], ranks[1])
         if "slice" in a:
             fields["slice"] = at.slice_dims(a["slice"])
         if "dynamic_slice_sizes" in a:
-            fields["dynamic_slice_sizes"] = at.int_list(a["dynamic_slice_sizes"])
+            fields["dynamic_slice_sizes"] = at.int_list(a["dynamic_slice_sizes"], low=0)
         if "padding" in a and inst.opcode == "pad":
             fields["padding"] = at.padding(a["padding"])
         fields["is_stable"] = a.get("is_stable", "false") == "true"
+        at.check_float32(fields)
     except ValueError as err:
         raise _fail(module, inst, f"{err} (in {inst.name})") from None
     return fields

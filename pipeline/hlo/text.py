@@ -255,9 +255,9 @@ class _Reader:
             if d == "?":
                 raise self.fail(line, UNBOUNDED, m.group(0))
             d = d.removeprefix("<=")        # a bounded dynamic dim: its bound, what XLA's Shape proto holds
-            if not d.isdigit():
+            if not (d.isascii() and d.isdigit()):     # str.isdigit alone takes '٣' and '³' (int() refuses '³')
                 raise self.fail(line, "a dimension size (a non-negative integer)", d)
-            dims.append(int(d))
+            dims.append(int(d) if len(d.lstrip("0")) <= 19 else MAX_ELEMENTS + 1)   # int() raises past 4300 digits
         if max(dims, default=0) > MAX_ELEMENTS or math.prod(dims) > MAX_ELEMENTS:
             raise self.fail(line, f"a shape of at most {MAX_ELEMENTS} elements (XLA's int64 sizes)", m.group(0))
         pos, layout = m.end(), None
@@ -266,10 +266,10 @@ class _Reader:
             if end < 0:
                 raise self.fail(line, "'}' closing a layout", text[pos:])
             minor = text[pos + 1:end].split(":")[0]
-            try:
-                layout = tuple(int(v) for v in split_top(minor))
-            except ValueError:
-                raise self.fail(line, "a layout {minor-to-major dims}", text[pos:end + 1]) from None
+            layout = tuple(split_top(minor))
+            if not all(v.isascii() and v.isdigit() and len(v) <= 19 for v in layout):   # not '٣', '1_0', '+1'
+                raise self.fail(line, "a layout {minor-to-major dims}", text[pos:end + 1])
+            layout = tuple(int(v) for v in layout)
             if sorted(layout) != list(range(len(dims))):
                 raise self.fail(line, f"a layout listing each of the {len(dims)} dimensions once",
                                 m.group(0) + text[pos:end + 1])

@@ -83,6 +83,39 @@ def test_malformed_attributes_are_refused(decode, text):
         decode(text)
 
 
+BIG = "9" * 400          # beyond int64 (and float's range): int() takes it, float() of it raised OverflowError
+
+
+@pytest.mark.parametrize("decode, text", [
+    (at.window, "{size=3x" + BIG + "}"), (at.window, "{size=3x3 pad=0_" + BIG + "x0_1}"), (at.window, "{size=3x٣}"),
+    (at.window, "{size=3x0}"), (at.window, "{size=3x3 stride=0x1}"), (at.window, "{size=3x3 rhs_dilate=1x-1}"),
+    (at.slice_dims, "{[1:" + BIG + "]}"), (at.slice_dims, "{[1:٣]}"), (at.slice_dims, "{[0:4:0]}"),
+    (at.padding, BIG + "_0"), (at.int_list, "{0," + BIG + "}"), (at.int_list, "{1_0}"), (at.integer, BIG),
+    (at.integer, "9" * 5000), (at.integer, "1_0"), (at.integer, "١"), (at.integer, "+3"),
+])
+def test_numbers_xla_refuses_are_refused(decode, text):
+    """Integers beyond int64, not ASCII decimal, or a window size / stride / dilation or slice stride below 1 (each
+    refused by XLA) are a ValueError, which lowering turns into one line naming the instruction."""
+    with pytest.raises(ValueError):
+        decode(text)
+
+
+def test_negative_counts_and_indices_are_refused():
+    with pytest.raises(ValueError, match="feature_group_count >= 1"):
+        at.integer("0", "feature_group_count", low=1)
+    with pytest.raises(ValueError, match="int64s >= 0"):
+        at.int_list("{1,-1}", low=0)
+    assert at.integer(" 5 ") == 5 and at.integer("-2") == -2 and at.int_list("{}", low=0) == ()
+
+
+def test_products_beyond_float32_are_refused():
+    """node_feat is float32: slice limits whose product passes 3.4e38 were an inf feature (a RuntimeWarning)."""
+    e18 = 10 ** 18
+    with pytest.raises(ValueError, match="slice limit whose sum and product fit node_feat's float32"):
+        at.check_float32({"slice": ((0,) * 3, (1,) * 3, (e18,) * 3)})
+    at.check_float32({"slice": ((0,) * 2, (1,) * 2, (e18,) * 2), "window": at.window("{size=3x3}")})
+
+
 def test_window_defaults_and_dilations():
     w = at.window("{size=2x3 pad=1_0x0_2 lhs_dilate=2x1 rhs_dilate=1x3}")
     assert (w.stride, w.pad_low, w.pad_high, w.base_dilation, w.window_dilation) == \

@@ -168,7 +168,22 @@ def test_entry_first_still_orders_callees_first():
     ("m = f32[2,3]{1,0} multiply(d, d)", "m = q32[2,3]{1,0} multiply(d, d)", 13, "a shape"),
     ("dimensions={1}", "dimensions={one}", 15, "a list of integers"),
     ("HloModule tiny", "Module tiny", 1, "'HloModule NAME, ...' as the first line"),
-    ("parameter(1)\n  d", "parameter(1\x00)\n  d", 11, "an integer, found '1\\x00' (in w)"),   # not int()'s words
+    ("parameter(1)\n  d", "parameter(1\x00)\n  d", 11,                     # not int()'s words
+     "a parameter number >= 0 (within int64), found '1\\x00' (in w)"),
+    ("parameter(1)\n  d", "parameter(" + "9" * 400 + ")\n  d", 11,            # was an OverflowError in node_row
+     "a parameter number >= 0 (within int64), found '99999"),
+    ("parameter(1)\n  d", "parameter(-1)\n  d", 11, "a parameter number >= 0"),
+    ("dimensions={1}", "dimensions={" + "9" * 400 + "}", 15, "a list of integers {0,1,...} (int64s >= 0) (in r)"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,٣]{1,0} multiply(d, d)", 13,     # was read as 3
+     "a dimension size (a non-negative integer), found '٣'"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,³]{1,0} multiply(d, d)", 13,     # was int()'s ValueError
+     "a dimension size (a non-negative integer), found '³'"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2," + "9" * 5000 + "]{1,0} multiply(d, d)", 13,   # int() raised
+     "a shape of at most 9223372036854775807 elements"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{٣,0} multiply(d, d)", 13, "a layout {minor-to-major dims}"),
+    ("m = f32[2,3]{1,0} multiply(d, d)", "m = f32[2,3]{1,-0} multiply(d, d)", 13, "a layout {minor-to-major dims}"),
+    ("to_apply=add_region", "to_apply=add_region, window={size=1x1x1 pad=" + "x".join(["0_" + "1" * 19] * 3) + "}",
+     15, "window pad_high whose sum and product fit node_feat's float32"),   # was an inf feature, a RuntimeWarning
     ("lhs_contracting_dims={1}", "lhs_contracting_dims={2}", 12,       # was an IndexError in a fused kernel
      "lhs contracting and batch dimensions distinct and below the lhs operand's rank 2, found 2 (in d)"),
     ("dot(x, w)", "dot(x)", 12, "two operands (lhs, rhs) on a dot, found 1 (in d)"),
