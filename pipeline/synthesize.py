@@ -110,18 +110,6 @@ def check_stats(path: Path, stats: dict) -> dict:
                 if key == "ceiling" and not (row is None or is_number(row)):
                     raise refuse(f"{key}.{slug}.{split}", row, "a finite number or null")
     return stats
-    for key, expected in (("collections", f"{{split: {{{', '.join(COUNTS)}}}}}"), ("ceiling", "{split: ceiling}")):
-        table = stats.get(key, {}) if key == "ceiling" else stats.get(key)
-        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-            raise refuse(key, table, f"an object {{collection: {expected}}}")
-        for slug, splits in table.items():
-            for split, row in splits.items():
-                fine = (isinstance(row, dict) and all(is_number(row.get(c), low=0) for c in COUNTS)) \
-                    if key == "collections" else row is None or is_number(row)
-                if not fine:
-                    raise refuse(f"{key}.{slug}.{split}", row, expected.split(": ", 1)[1][:-1] if key ==
-                                 "collections" else "a finite number or null")
-    return stats
 
 
 def main(argv: Sequence[str] | None = None) -> None:
