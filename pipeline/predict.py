@@ -37,7 +37,7 @@ from omegaconf import DictConfig
 from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
 from pipeline.files import atomic_path, blocking_file, output_error, write_csv
-from pipeline.hlo.text import first_statement
+from pipeline.hlo.lexing import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name, warn_left_out
 from pipeline.tpugraphs.npz import list_members
 from pipeline.trained import MODELS, PredictError, graph_scores, prune_new_graph

@@ -10,7 +10,8 @@ from math import prod
 
 from pipeline.errors import shortened
 from pipeline.hlo.graph import ConvDims, DotDims, Window
-from pipeline.hlo.text import Instruction, split_top
+from pipeline.hlo.lexing import split_top
+from pipeline.hlo.text import Instruction
 
 # Attributes naming called computations, in the order XLA keeps them in `called_computations`.
 CALLED_KEYS = ("calls", "to_apply", "body", "condition", "select", "scatter", "true_computation",

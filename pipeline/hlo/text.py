@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pipeline.errors import PipelineError, shortened
+from pipeline.hlo.lexing import CLOSE, closing, first_line, pieces, scan_brackets, split_top, strip_comments, tokens
 
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
 # Integer and float types of any width (s1, u1, f6e2m3fn, ... and those XLA adds later) match the families' pattern.
@@ -37,7 +38,6 @@ NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)
                 (re.compile(r"(name|id|entry_computation_name|computations|host_program_shape)\s*[:{]"),
                  "an HloModuleProto in protobuf text format"))
 HLO_TEXT_HINT = "(HLO text: `jax.jit(f).lower(...).as_text(dialect=\"hlo\")`, `.compile().as_text()` or an XLA dump)"
-OPEN, CLOSE = "([{", ")]}"
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
 _STARTS_INSTRUCTION = re.compile(r"(ROOT\s+)?" + _NAME + r"\s*=\s*(\(|[a-z][a-z0-9]*\[)")
@@ -52,10 +52,6 @@ _HEADER = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*)?\{$")    # no signatur
 _SCHEDULED = re.compile(r"\bis_scheduled=true\b")
 _CLOSE = re.compile(r'\}(\s*,\s*execution_thread\s*=\s*"[^"\\]*")?')   # a computation's end; XLA adds the
                                                                     # thread of one off the main thread (host, async)
-_IN_STRING = r'(?:[^"\\]|\\.)*'                                      # a string literal's text, escapes included
-_COMMENT_OR_STRING = re.compile(f'"{_IN_STRING}"|//[^\\n]*|/\\*.*?\\*/', re.DOTALL)   # strings kept
-_STRING_END = re.compile(f'{_IN_STRING}"')                         # the rest of a string opened on an earlier line
-_SIGNIFICANT = re.compile(f'"{_IN_STRING}(")?|[()\\[\\]{{}},]')  # a string (group 1: its closing quote), a bracket
 
 
 class HloParseError(PipelineError):
@@ -128,91 +124,16 @@ class HloModule:
         return frozenset(c.name for c in self.computations)
 
 
-def first_statement(head: str) -> str:
-    """The first line of `head` (a text's first kilobytes) that is neither blank nor comment: `HloModule ...` in HLO
-    text, whatever notes or `// RUN:` lines precede it."""
-    return _first_line(_strip_comments(head).splitlines())[1]
-
-
-def _first_line(lines: list[str]) -> tuple[int, str]:
-    """(1-based number, stripped text) of the first non-blank line of comment-stripped `lines`; (1, "") if none."""
-    return next(((k + 1, line.strip()) for k, line in enumerate(lines) if line.strip()), (1, ""))
-
-
 def is_element_type(name: str) -> bool:
     """True for an HLO element type name (`f32`, `s4`, `f8e4m3fn`, ...; not `tuple`)."""
     return name in ELEMENT_TYPES or _ELEMENT_FAMILY.fullmatch(name) is not None
-
-
-def _tokens(text: str):
-    """Yield (index, char, bracket depth after it) for each bracket and comma outside string literals."""
-    depth = 0
-    for m in _SIGNIFICANT.finditer(text):
-        ch = m.group()
-        if ch[0] == '"':
-            continue
-        depth += (ch in OPEN) - (ch in CLOSE)
-        yield m.start(), ch, depth
-
-
-def _scan_brackets(text: str, stack: list[str], in_string: bool) -> bool:
-    """Push the brackets `text` opens onto `stack` and pop those it closes (outside string literals); returns
-    whether a string is still open after it. `in_string`: `text` starts inside a string an earlier line opened."""
-    if in_string:
-        m = _STRING_END.match(text)
-        if m is None:
-            return True
-        text = text[m.end():]
-    for m in _SIGNIFICANT.finditer(text):
-        token = m.group()
-        if token[0] == '"':
-            if m.group(1) is None:                          # a string that does not close on this line
-                return True
-        elif token in OPEN:
-            stack.append(token)
-        elif token in CLOSE and stack:                      # a close beyond the opens is the parser's to refuse
-            stack.pop()
-    return False
-
-
-def split_top(text: str) -> list[str]:
-    """Split at commas outside brackets and strings; pieces stripped, empty text gives []."""
-    parts, start = [], 0
-    for i, ch, depth in _tokens(text):
-        if ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    last = text[start:].strip()
-    return parts + [last] if parts or last else []
-
-
-def closing(text: str, start: int) -> int:
-    """Index of the bracket closing the one at `start`, or -1."""
-    for i, ch, depth in _tokens(text[start:]):
-        if depth == 0 and ch in CLOSE:
-            return start + i
-    return -1
-
-
-def _pieces(text: str, cuts: list[int]) -> list[str]:
-    """The stripped pieces of `text` between consecutive cut positions (the cut characters excluded)."""
-    return [text[lo + 1:hi].strip() for lo, hi in zip(cuts, cuts[1:])]
-
-
-def _strip_comments(text: str) -> str:
-    """Remove `/* ... */` and `// ...` (to the line's end) comments outside strings, as XLA's lexer skips them (XLA
-    writes /*index=5*/ in long operand and tuple lists; a dump may open with a /* ... */ note or a `// RUN:` line, or
-    end an instruction with `// why`): a comment over lines leaves its line breaks, so every line keeps its number."""
-    if "/*" not in text and "//" not in text:
-        return text
-    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "\n" * m.group().count("\n"), text)
 
 
 class _Reader:
     """Parses one module text; `fail` raises HloParseError at a line."""
 
     def __init__(self, text: str, source: str):
-        self.lines = _strip_comments(text.removeprefix("\ufeff")).splitlines()         # a UTF-8 BOM is no text
+        self.lines = strip_comments(text.removeprefix("\ufeff")).splitlines()         # a UTF-8 BOM is no text
         self.source = source
 
     def fail(self, line: int, expected: str, found: str | None = None) -> HloParseError:
@@ -286,7 +207,7 @@ class _Reader:
             raise self.fail(line, f"an opcode followed by '(' after the shape of {m.group(2)}", text[pos:].strip())
         start = op.end() - 1
         inner_cuts, outer_cuts, end = [start], [], -1   # one pass: operand commas, ')' and attribute commas
-        for i, ch, depth in _tokens(text[start:]):
+        for i, ch, depth in tokens(text[start:]):
             if end >= 0:
                 if ch == "," and depth == 0:
                     outer_cuts.append(start + i)
@@ -300,7 +221,7 @@ class _Reader:
         opcode = op.group(1)
         operands: tuple[str, ...] = ()
         if opcode not in ("constant", "parameter") and inner.strip():
-            names = [(p.rsplit(None, 1) or [""])[-1] for p in _pieces(text, inner_cuts + [end])]   # "" = (a,,b)
+            names = [(p.rsplit(None, 1) or [""])[-1] for p in pieces(text, inner_cuts + [end])]   # "" = (a,,b)
             bad = [n for n in names if not re.fullmatch(_NAME, n)]
             if bad:
                 raise self.fail(line, f"operand names of {m.group(2)}", bad[0])
@@ -309,7 +230,7 @@ class _Reader:
         if rest:
             if not outer_cuts or text[end + 1:outer_cuts[0]].strip():
                 raise self.fail(line, f"',' before the attributes of {m.group(2)}", rest)
-            for item in _pieces(text, outer_cuts + [len(text)]):
+            for item in pieces(text, outer_cuts + [len(text)]):
                 key, eq, value = item.partition("=")
                 if not eq or not re.fullmatch(r"[A-Za-z_][\w\-]*", key.strip()):
                     raise self.fail(line, f"an attribute 'key=value' of {m.group(2)}", item)
@@ -325,13 +246,13 @@ class _Reader:
             if i > len(self.lines):
                 raise self.fail(len(self.lines), f"'}}' closing computation {name} (the text ends inside it)")
             raw = self.lines[i - 1].strip()
-            if not raw:                                     # comments are blank here (_strip_comments)
+            if not raw:                                     # comments are blank here (strip_comments)
                 continue
             if _CLOSE.fullmatch(raw):                       # a thread other than main is not a column: skipped
                 self.pos = i
                 return
             first, parts, stack = i, [raw], []
-            in_string = _scan_brackets(raw, stack, False)       # line by line: linear in the statement's length
+            in_string = scan_brackets(raw, stack, False)       # line by line: linear in the statement's length
             while stack or in_string or parts[-1].endswith(","):
                 i += 1
                 following = self.lines[i - 1].strip() if i <= len(self.lines) else None
@@ -339,21 +260,21 @@ class _Reader:
                 if following is None or (_CLOSE.fullmatch(following) and not closes_a_brace) \
                         or _STARTS_INSTRUCTION.match(following):
                     raise self.fail(first, "a complete instruction (a bracket or string is never closed)", raw)
-                in_string = _scan_brackets(following, stack, in_string)
+                in_string = scan_brackets(following, stack, in_string)
                 parts.append(following)
             yield first, " ".join(parts)
 
     def module(self) -> HloModule:
-        # the first line that is neither blank nor a comment (comments are blank here: _strip_comments)
-        at, first_line = _first_line(self.lines)
-        if not first_line.startswith("HloModule"):
-            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first_line)), None)
-            found = first_line if kind is None else f"{kind}: {first_line}"
+        # the first line that is neither blank nor a comment (comments are blank here: strip_comments)
+        at, first = first_line(self.lines)
+        if not first.startswith("HloModule"):
+            kind = next((what for pattern, what in NOT_HLO_TEXT if pattern.match(first)), None)
+            found = first if kind is None else f"{kind}: {first}"
             raise self.fail(at, f"'HloModule NAME, ...' as the first line {HLO_TEXT_HINT}", found)
-        header = first_line.split(None, 1)
+        header = first.split(None, 1)
         if len(header) < 2:
-            raise self.fail(at, "a module name after 'HloModule'", first_line)
-        for array in _HEADER_ARRAY.finditer(first_line):      # entry_computation_layout={(f32[?]{0})->...}
+            raise self.fail(at, "a module name after 'HloModule'", first)
+        for array in _HEADER_ARRAY.finditer(first):      # entry_computation_layout={(f32[?]{0})->...}
             if is_element_type(array.group(1)) and any(d.strip() == "?" for d in array.group(2).split(",")):
                 raise self.fail(at, UNBOUNDED, array.group(0))
         name = header[1].split(",")[0].strip()
@@ -390,7 +311,7 @@ class _Reader:
             entry = computations[-1] if m.group(1) else entry
         if not computations:
             raise self.fail(len(self.lines), "at least one computation after the HloModule line")
-        scheduled = _SCHEDULED.search(first_line) is not None     # XLA prints it on optimised text only
+        scheduled = _SCHEDULED.search(first) is not None     # XLA prints it on optimised text only
         return HloModule(name, self.source, tuple(computations), scheduled)
 
 
