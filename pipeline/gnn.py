@@ -18,7 +18,6 @@ Outputs (rank 0, each written atomically):
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from omegaconf import DictConfig
 from pipeline.errors import PipelineError, run_main
 from pipeline.config import stage_args, warn_threads
 from pipeline.timings import Stopwatch, write_timings
-from pipeline.files import write_csv
+from pipeline.files import read_json, write_csv
 from pipeline.graphnet import checkpoint as ckpt
 from pipeline.graphnet.distributed import DistInfo, barrier, init_distributed, shutdown
 from pipeline.graphnet.member_pool import Recorder, member_threads, pool_size, run_pool
@@ -111,7 +110,7 @@ def train_min_gap(cfg: DictConfig, collection: Collection, settings: GnnSettings
     then gnn.min_gap stands in, with a warning line."""
     path = collection_dir(cfg.paths.pruned_dir, collection.slug) / REPORT_FILE
     quantile = settings.min_gap_quantile
-    report = json.loads(path.read_text()) if quantile is not None else {}
+    report = read_json(path) if quantile is not None else {}
     min_gap, source = hinge_min_gap(settings.train.min_gap, quantile, report, str(path))
     if min_gap != settings.train.min_gap:
         runtimes = [graph.config_runtime for graph in pruned_graphs(cfg, collection, "train")]

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.choices import PRUNE_WHOLE_GRAPH
-from pipeline.errors import PipelineError
-from pipeline.files import atomic_path, read_csv, read_json, write_csv
+from pipeline.errors import PipelineError, shortened
+from pipeline.files import atomic_path, is_number, read_csv, read_json, write_csv
 
 TEXT_COLUMNS = ("split", "graph_id", "source_file")   # read verbatim: a graph id may be `NA` or `None`
 INDEX_COLUMNS = ["split", "graph_id", "source_file", "nodes", "edges", "nodes_pruned", "edges_pruned",
@@ -198,11 +198,21 @@ def spread_summary(spreads: Iterable[np.ndarray]) -> dict:
 def spread_quantile(summary: dict, quantile: float, where: str) -> float | None:
     """The spread at `quantile` (0..1, linear between the table's percentiles); None when no group was found.
 
-    Raises ValueError naming `where` when the summary is not a `spread_summary`."""
+    Raises PipelineError naming `where` when the summary is not a `spread_summary` (a spread is a relative runtime
+    difference: a number >= 0, the percentiles non-decreasing)."""
     table = summary.get("percentiles", "missing") if isinstance(summary, dict) else "missing"
     if table is None:
         return None
+    expected = (f"{where}: duplicate_spread.percentiles must list {len(SPREAD_PERCENTILES)} numbers >= 0, "
+                f"non-decreasing (re-run stage prune), found")
     if not isinstance(table, list) or len(table) != len(SPREAD_PERCENTILES):
-        raise ValueError(f"{where}: duplicate_spread.percentiles must list {len(SPREAD_PERCENTILES)} numbers "
-                         f"(re-run stage prune), found {table!r:.60}")
-    return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, table))
+        raise PipelineError(f"{expected} {shortened(table)}")
+    bad = [i for i, v in enumerate(table) if not is_number(v, low=0) or (i and is_number(table[i - 1]) and
+                                                                         v < table[i - 1])]
+    if bad:
+        raise PipelineError(f"{expected} {shortened(table[bad[0]])} at index {bad[0]}")
+    groups = summary.get("groups")
+    if type(groups) is not int or not 1 <= groups <= np.iinfo(np.int64).max:
+        raise PipelineError(f"{where}: duplicate_spread.groups must count the groups measured (an integer >= 1; "
+                            f"re-run stage prune), found {shortened(groups)}")
+    return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, [float(v) for v in table]))

@@ -117,3 +117,34 @@ def test_read_index_refuses_an_index_without_its_columns_in_one_line(tmp_path):
     (collection_dir(tmp_path, SLUG) / "index.csv").write_text("split,graph_id\nvalid,a\n")
     with pytest.raises(PipelineError, match=r"index\.csv: columns \[.*'nodes'.*\] missing; expected .*re-run the prune"):
         read_index(tmp_path, SLUG)
+
+
+@pytest.mark.parametrize("edit, found", [
+    ({"percentiles": {50: "x"}}, r"'x' at index 50"),
+    ({"percentiles": {50: None}}, r"None at index 50"),
+    ({"percentiles": {50: int("9" * 400)}}, r"9999.* at index 50"),
+    ({"percentiles": {50: float("nan")}}, r"nan at index 50"),
+    ({"percentiles": {0: -1.0}}, r"-1.0 at index 0"),
+    ({"percentiles": {50: 0.0}}, r"0.0 at index 50"),                 # below percentile 49: not a percentile table
+    ({"percentiles": {50: True}}, r"True at index 50"),
+    ({"groups": None}, r"groups must count .*found None$"),
+    ({"groups": "3"}, r"groups must count .*found '3'$"),
+])
+def test_spread_quantile_refuses_a_report_edited_by_hand_in_one_line(edit, found):
+    """gnn reads prune's duplicate_spread for its hinge min_gap: a text, null or 400-digit percentile was a TypeError
+    traceback (np.interp), a missing groups a KeyError; NaN gave min_gap nan and negative spreads a min_gap of -1.0
+    with which the GNN trained silently (loss constant, valid 0.0)."""
+    from pipeline.errors import PipelineError
+    from pipeline.graphnet.losses import hinge_min_gap
+    from pipeline.pruned import spread_quantile
+
+    summary = {"groups": 3, "percentiles": [i / 1000 for i in range(101)]}
+    assert spread_quantile(summary, 0.5, "r") == pytest.approx(0.05)
+    for index, value in edit.get("percentiles", {}).items():
+        summary["percentiles"][index] = value
+    if "groups" in edit:
+        summary["groups"] = edit["groups"]
+    with pytest.raises(PipelineError, match=rf"^r: duplicate_spread\..*{found}"):
+        spread_quantile(summary, 0.5, "r")
+    with pytest.raises(PipelineError, match="^r: no duplicate_spread"):
+        hinge_min_gap(0.005, 0.5, {}, "r")

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from pipeline.choices import GNN_LOSSES
+from pipeline.errors import PipelineError
 from pipeline.pruned import spread_quantile
 
 LOSSES = GNN_LOSSES
@@ -81,8 +82,8 @@ def hinge_min_gap(min_gap: float, quantile: float | None, report: dict, where: s
     if quantile is None:
         return float(min_gap), "gnn.min_gap"
     if "duplicate_spread" not in report:
-        raise ValueError(f"{where}: no duplicate_spread (written by stage prune); re-run prune, or set "
-                         f"gnn.min_gap_quantile=null to use gnn.min_gap")
+        raise PipelineError(f"{where}: no duplicate_spread (written by stage prune); re-run prune, or set "
+                            f"gnn.min_gap_quantile=null to use gnn.min_gap")
     spread = spread_quantile(report["duplicate_spread"], quantile, where)
     if spread is None:
         return float(min_gap), f"gnn.min_gap (no repeated train configuration in {where})"

@@ -10,7 +10,6 @@ model, in `<synthetic_dir>/stats.json`); the metrics JSON then carries it as `ce
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping
 
@@ -18,7 +17,8 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from pipeline.files import write_csv, write_json
+from pipeline.errors import PipelineError, shortened
+from pipeline.files import is_number, read_json, write_csv, write_json
 from pipeline.scoring import metrics
 from pipeline.predictions import Predictions
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -66,8 +66,16 @@ def dataset_ceiling(cfg: DictConfig, collection: Collection) -> dict[str, float]
     path = Path(cfg.paths.synthetic_dir) / STATS_FILE
     if not path.is_file():
         return None
-    per_split = json.loads(path.read_text()).get("ceiling", {}).get(collection.slug)
-    return {str(k): float(v) for k, v in per_split.items()} if per_split else None
+    ceilings = read_json(path).get("ceiling", {})
+    key, per_split = ("ceiling", ceilings) if not isinstance(ceilings, dict) else \
+        (f"ceiling.{collection.slug}", ceilings.get(collection.slug))
+    if per_split is not None and not (isinstance(per_split, dict) and isinstance(ceilings, dict) and
+                                      all(v is None or is_number(v) for v in per_split.values())):
+        shape = "{split: a finite number or null}" if key != "ceiling" else "{collection: {split: ceiling}}"
+        raise PipelineError(f"{path}: key {key!r}: expected {shape}, found "
+                            f"{shortened(per_split)}; rebuild the dataset (`dvc repro synthesize`)")
+    per_split = {str(k): float(v) for k, v in (per_split or {}).items() if v is not None}
+    return per_split or None
 
 
 def metrics_file(metrics_dir: str | Path, stage: str, slug: str) -> Path:

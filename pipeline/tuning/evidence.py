@@ -15,12 +15,11 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from pipeline.pruned import NORMALIZER_FILE, REPORT_FILE, PrunedGraph, collection_dir, load_pruned_graph
-from pipeline.files import read_json
 from pipeline.pruning.graph import prune_file, write_normalized
 from pipeline.pruning.normalize import Normalizer
 from pipeline.settings.prune import prune_settings
 from pipeline.tpugraphs.dataset import Collection, graph_paths
-from pipeline.trained import PredictError
+from pipeline.trained import PredictError, saved_prune_params
 
 SPLIT = "valid"
 
@@ -40,7 +39,7 @@ def sibling_valid_graphs(cfg: DictConfig, collection: Collection) -> list[Pruned
     for needed in (report, normalizer):
         if not needed.is_file():
             raise PredictError(f"{needed}: missing; run stage prune@{collection.slug} first (dvc repro)")
-    params = prune_settings(cfg, collection, read_json(report)["params"])
+    params = prune_settings(cfg, collection, saved_prune_params(report, collection))
     norm = Normalizer.load(normalizer)
     graphs = []
     with tempfile.TemporaryDirectory(prefix="autotune-evidence-") as work:

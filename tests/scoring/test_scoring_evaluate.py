@@ -80,6 +80,31 @@ def test_metrics_carry_the_dataset_ceiling(cfg, tmp_path):
     assert "ceiling" not in evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
 
 
+
+@pytest.mark.parametrize("ceiling, found", [
+    ({"layout-xla-random": {"valid": float("nan")}}, r"key 'ceiling.layout-xla-random': .*'valid': nan"),
+    ({"layout-xla-random": {"valid": "x"}}, r"key 'ceiling.layout-xla-random': .*'valid': 'x'"),
+    ({"layout-xla-random": {"valid": int("9" * 400)}}, r"key 'ceiling.layout-xla-random': .*'valid': 9999"),
+    ({"layout-xla-random": [0.5]}, r"key 'ceiling.layout-xla-random': .*found \[0.5\]"),
+    ([0.5], r"key 'ceiling': expected \{collection: .*found \[0.5\]"),
+    (None, r"not valid JSON"),
+])
+def test_a_stats_json_edited_by_hand_is_refused_before_the_metrics_are_written(cfg, tmp_path, ceiling, found):
+    """Every model stage reads the dataset's ceiling from stats.json: a cut-short file was a JSONDecodeError
+    traceback, a text ceiling a float() ValueError, 400 digits an OverflowError, a list an AttributeError, and a NaN
+    ceiling went into the metrics file (no JSON then) and the stage's line ('ceiling nan'). A null one is no ceiling."""
+    from pipeline.errors import PipelineError
+
+    stats = tmp_path / "syn" / "stats.json"
+    stats.write_text('{"synthesized": true, "ceil' if ceiling is None else json.dumps({"ceiling": ceiling}))
+    valid = Predictions()
+    valid["g1"] = [3.0, 1.0, 2.0, 4.0]
+    with pytest.raises(PipelineError, match=rf"^{stats}: {found}"):
+        evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
+    assert not (tmp_path / "m/train_x/layout-xla-random.json").exists()
+    stats.write_text(json.dumps({"ceiling": {"layout-xla-random": {"valid": None, "test": 0.5}}}))
+    assert "ceiling" not in evaluate_and_write(cfg, "train_x", LAYOUT, {"valid": valid})
+
 def test_rank_scatter_by_hand():
     preds = Predictions()
     preds["g"] = [0.0, 2.0, 1.0]
