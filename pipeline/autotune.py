@@ -25,10 +25,9 @@ from omegaconf import DictConfig
 from pipeline import tracking
 from pipeline.config import stage_args
 from pipeline.errors import run_main, shortened
-from pipeline.files import write_json
+from pipeline.files import INT64_MAX, write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
-from pipeline.settings_types import INT64_MAX
 from pipeline.trained import PredictError
 from pipeline.timings import TIMINGS_DIR
 from pipeline.tuning.guard import guard_file

@@ -115,6 +115,9 @@ def read_csv(path: str | os.PathLike, text_columns: Sequence[str]) -> pd.DataFra
                             f"re-run the stage that writes it") from None
 
 
+INT64_MAX = 2 ** 63 - 1      # the largest integer numpy, torch and XLA hold (int64): a larger one is a traceback there
+
+
 def is_number(value: object, low: float | None = None, high: float | None = None) -> bool:
     """A finite int or float (not a bool) within [low, high]: a number as the pipeline writes it into its JSON (an
     integer beyond float's range, which json reads from a long run of digits, is none)."""

@@ -212,7 +212,7 @@ def spread_quantile(summary: dict, quantile: float, where: str) -> float | None:
     if bad:
         raise PipelineError(f"{expected} {shortened(table[bad[0]])} at index {bad[0]}")
     groups = summary.get("groups")
-    if type(groups) is not int or not 1 <= groups <= np.iinfo(np.int64).max:
+    if type(groups) is not int or groups < 1:
         raise PipelineError(f"{where}: duplicate_spread.groups must count the groups measured (an integer >= 1; "
                             f"re-run stage prune), found {shortened(groups)}")
     return float(np.interp(100.0 * quantile, SPREAD_PERCENTILES, [float(v) for v in table]))

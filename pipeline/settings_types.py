@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline.errors import PipelineError, clipped, shortened
-from pipeline.files import is_number
+from pipeline.files import INT64_MAX, is_number
 
 SEPARATORS = tuple({"/", os.sep, "\0"})        # characters no file name holds
 SEARCH_ENTRIES = ("tile", "random", "default")   # keys of a by-search mapping (tile: the tile collection)
-INT64_MAX = 2 ** 63 - 1                          # the largest integer setting numpy and torch can hold
 
 
 class SettingsError(PipelineError):

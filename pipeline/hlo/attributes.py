@@ -9,15 +9,15 @@ import re
 from math import prod
 
 from pipeline.errors import shortened
+from pipeline.files import INT64_MAX   # XLA parses every integer attribute as an int64 (its lexer refuses a larger one)
 from pipeline.hlo.graph import ConvDims, DotDims, Window
 from pipeline.hlo.lexing import split_top
 from pipeline.hlo.text import Instruction
+from pipeline.tpugraphs.schema import FLOAT32_MAX   # node_feat is float32: a product of window sizes beyond it
 
 # Attributes naming called computations, in the order XLA keeps them in `called_computations`.
 CALLED_KEYS = ("calls", "to_apply", "body", "condition", "select", "scatter", "true_computation",
                "false_computation", "branch_computations", "called_computations")
-INT64_MAX = 2 ** 63 - 1             # XLA parses every integer attribute as an int64 (its lexer refuses a larger one)
-FLOAT32_MAX = 3.4028234663852886e38  # node_feat is float32: a product of window sizes (slice limits ...) beyond it
 _INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits: \d and int() also take '٣', '1_0', '+3', which XLA refuses
 
 

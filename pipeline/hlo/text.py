@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pipeline.errors import PipelineError, shortened
+from pipeline.files import INT64_MAX
 from pipeline.hlo.lexing import CLOSE, closing, first_line, pieces, scan_brackets, split_top, strip_comments, tokens
 
 # Element types XLA prints; the official one-hot has 19 of them (the rest get an all-zero one-hot, as there).
@@ -31,7 +32,7 @@ ELEMENT_TYPES = frozenset({"pred", "s1", "s2", "s4", "s8", "s16", "s32", "s64", 
                            "f6e3m2fn", "f8e3m4", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e4m3fnuz", "f8e5m2",
                            "f8e5m2fnuz", "f8e8m0fnu"})
 _ELEMENT_FAMILY = re.compile(r"[su]\d{1,2}|f\d{1,2}e\d{1,2}m\d{1,2}[a-z]*")
-MAX_ELEMENTS = 2 ** 63 - 1          # XLA sizes a shape (each dim and the element count) in int64
+MAX_ELEMENTS = INT64_MAX            # XLA sizes a shape (each dim and the element count) in int64
 METADATA_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # First lines of the texts passed by mistake for HLO text, and what they are.
 NOT_HLO_TEXT = ((re.compile(r"(module\b|func\.func\b|#loc|\"?(stablehlo|mhlo)\.)"), "StableHLO/MLIR text"),

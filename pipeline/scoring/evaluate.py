@@ -67,15 +67,16 @@ def dataset_ceiling(cfg: DictConfig, collection: Collection) -> dict[str, float]
     if not path.is_file():
         return None
     ceilings = read_json(path).get("ceiling", {})
-    key, per_split = ("ceiling", ceilings) if not isinstance(ceilings, dict) else \
-        (f"ceiling.{collection.slug}", ceilings.get(collection.slug))
-    if per_split is not None and not (isinstance(per_split, dict) and isinstance(ceilings, dict) and
+    if not isinstance(ceilings, dict):
+        raise PipelineError(f"{path}: key 'ceiling': expected {{collection: {{split: ceiling}}}}, found "
+                            f"{shortened(ceilings)}; rebuild the dataset (`dvc repro synthesize`)")
+    per_split = ceilings.get(collection.slug)
+    if per_split is not None and not (isinstance(per_split, dict) and
                                       all(v is None or is_number(v) for v in per_split.values())):
-        shape = "{split: a finite number or null}" if key != "ceiling" else "{collection: {split: ceiling}}"
-        raise PipelineError(f"{path}: key {key!r}: expected {shape}, found "
-                            f"{shortened(per_split)}; rebuild the dataset (`dvc repro synthesize`)")
-    per_split = {str(k): float(v) for k, v in (per_split or {}).items() if v is not None}
-    return per_split or None
+        raise PipelineError(f"{path}: key 'ceiling.{collection.slug}': expected {{split: a finite number or null}}, "
+                            f"found {shortened(per_split)}; rebuild the dataset (`dvc repro synthesize`)")
+    known = {str(k): float(v) for k, v in (per_split or {}).items() if v is not None}   # null: no ceiling there
+    return known or None
 
 
 def metrics_file(metrics_dir: str | Path, stage: str, slug: str) -> Path:
