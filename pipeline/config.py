@@ -30,7 +30,7 @@ from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
-from pipeline.files import blocking_file, write_text
+from pipeline.files import blocking_file, resolved, write_text
 from pipeline.overrides import split_overrides, value_flags
 
 CONF_DIR = "conf"
@@ -41,13 +41,13 @@ MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
 
 
-def stage_output_key(cfg: DictConfig, path: str | os.PathLike) -> str | None:
-    """The `paths.<key>` of STAGE_OUTPUT_PATHS whose folder is `path` or holds it, else None: tools refuse to write
-    there (DVC owns those folders)."""
-    resolved = Path(path).resolve()
+def stage_output_key(cfg: DictConfig, path: str | os.PathLike, name: str = "") -> str | None:
+    """The `paths.<key>` of STAGE_OUTPUT_PATHS whose folder is `path` (given as `name`: `--out`) or holds it, else
+    None: tools refuse to write there (DVC owns those folders)."""
+    where = resolved(path, name)
     for key in STAGE_OUTPUT_PATHS:
-        owned = Path(cfg.paths[key]).resolve()
-        if resolved == owned or owned in resolved.parents:
+        owned = resolved(cfg.paths[key], f"paths.{key}")
+        if where == owned or owned in where.parents:
             return key
     return None
 

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
                          "`python -m pipeline.config` (or pass overrides)")
     settings = featurize_settings(cfg)
-    key = stage_output_key(cfg, args.out)
+    key = stage_output_key(cfg, args.out, "--out")
     if key is not None:
         raise SystemExit(f"featurize: --out {args.out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages "
                          f"write; choose a folder elsewhere")

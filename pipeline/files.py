@@ -48,6 +48,16 @@ def _is_non_folder(path: Path) -> bool:
         return False
 
 
+def resolved(path: str | os.PathLike, name: str = "") -> Path:
+    """`Path(path).resolve()`, with a loop of symbolic links (a RuntimeError traceback in Python 3.11) as a
+    PipelineError naming `path` (after `name`, a flag such as `--out`, when given)."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError:
+        raise PipelineError(f"{name + ' ' if name else ''}{path}: a loop of symbolic links; expected a path that "
+                            f"leads to a file or folder") from None
+
+
 def output_error(name: str, path: str | os.PathLike, error: OSError) -> PipelineError:
     """An OSError met making or writing the output `path` (given as `name`: `--out`, a setting) as one line naming
     it: a folder that cannot be made, no permission, a read-only or full disk (a traceback until 2026-12-07, or an
