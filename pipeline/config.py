@@ -59,8 +59,13 @@ ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/
 
 
 def repo_root() -> Path:
-    """The repository root: DVC's DVC_ROOT when set, else the folder above this package."""
-    return Path(os.environ.get("DVC_ROOT") or Path(__file__).resolve().parent.parent)
+    """The repository root: DVC's DVC_ROOT when set (refused in one line when it holds no conf/), else the folder
+    above this package."""
+    root = os.environ.get("DVC_ROOT")
+    if root and not (Path(root) / CONF_DIR).is_dir():
+        raise SettingsError("DVC_ROOT (environment variable)", root,
+                            f"unset or the repository root, a folder holding {CONF_DIR}/ (DVC sets it for a stage)")
+    return Path(root or Path(__file__).resolve().parent.parent)
 
 
 def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_selection: bool = True) -> DictConfig:
