@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from pipeline.config import stage_args
 from pipeline.errors import PipelineError, run_main
-from pipeline.files import atomic_path, blocking_file, output_error, resolved
+from pipeline.files import atomic_path, blocking_file, given_path, output_error, resolved
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import KAGGLE_SUBDIR, NPZ_SUBDIR, SPLITS
 
@@ -142,7 +142,7 @@ def run(dest: Path, competition: str, cli: str, archive: Path | None = None, run
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, dvc_outputs=False,
                            add_flags=lambda parser: parser.add_argument(
-                               ARCHIVE_FLAG, type=Path, default=None,
+                               ARCHIVE_FLAG, type=given_path, default=None,
                                help="unpack this zip (Kaggle's download) instead of fetching it"))
     dest = Path(cfg.paths.tpugraphs_dir)
     blocking = blocking_file(resolved(dest, DEST_KEY))

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
 from pipeline.errors import PipelineError, run_main, shortened
-from pipeline.files import write_csv, write_json
+from pipeline.files import given, write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -229,7 +229,7 @@ def run(cfg: DictConfig) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=lambda parser: parser.add_argument(
-        "--check", metavar="FILE", help="validate FILE against the configured dataset and exit"))
+        "--check", metavar="FILE", type=given, help="validate FILE against the configured dataset and exit"))
     if args.check:
         for note in check_notes(args.check, cfg):
             print(f"note: {note}", file=sys.stderr)

@@ -270,6 +270,17 @@ def test_a_loop_of_symbolic_links_is_one_line(programs, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["loop1", "loop2"]
 
 
+@pytest.mark.parametrize("flag", ["--out", "--train-from", "program"])
+def test_an_empty_path_is_refused_not_the_current_folder(programs, tmp_path, monkeypatch, flag):
+    """`--out "$DIR"` with DIR unset gave '', the current folder: featurize wrote npz/ and featurize.json there."""
+    monkeypatch.chdir(tmp_path)
+    argv = {"--out": [str(programs[0]), "--out", ""], "--train-from": [str(programs[0]), "--out", "a", "--train-from", ""],
+            "program": ["", "--out", "a"]}[flag]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, *FAST])
+    assert stop.value.code == 2 and list(tmp_path.iterdir()) == []
+
+
 def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
     """The same file twice (or a link to it) was refused with 'same file stem ... rename one of them', which cannot
     help; two programs of one stem still are."""

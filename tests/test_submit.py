@@ -118,3 +118,16 @@ def test_check_refuses_a_pipe_or_device_unread(tmp_path):
                                                f"expected a CSV file")
     fifo.read_text()                            # the writer's end: it finishes
     writer.join()
+
+
+def test_check_of_an_empty_path_is_refused_not_the_stage(monkeypatch, capsys):
+    """`--check "$FILE"` with FILE unset gave '', which the command took as no --check: it ran the stage, writing
+    submissions/<name>.csv and metrics/submit.json over DVC's outputs. Now argparse's one line naming the flag."""
+    import pipeline.submit as submit
+
+    monkeypatch.setattr(submit, "run", lambda cfg: pytest.fail("the stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        submit.main(["--check", ""])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "error: argument --check: an empty path; expected the path of a file or folder")
