@@ -281,6 +281,21 @@ def test_an_empty_path_is_refused_not_the_current_folder(programs, tmp_path, mon
     assert stop.value.code == 2 and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("blocker", ["npz", "npz/layout/xla/random/test"])
+def test_a_file_where_a_test_folder_goes_is_refused_up_front(programs, tmp_path, blocker):
+    """A file at DIR/npz was an error after the graphs were written, with DIR/.featurize-staging/ left behind; a file
+    at a test folder's path was replaced by the folder, silently."""
+    out = tmp_path / "out"
+    (out / blocker).parent.mkdir(parents=True, exist_ok=True)
+    (out / blocker).write_text("mine\n")
+    with pytest.raises(SystemExit, match=rf"^featurize: --out {out}: {out / blocker} is a file; expected a folder "
+                                         r"\(featurize writes "):
+        main([str(programs[0]), "--out", str(out), *FAST])
+    assert (out / blocker).read_text() == "mine\n" and sorted(out.rglob("*")) == [
+        out / p for p in ("npz", "npz/layout", "npz/layout/xla", "npz/layout/xla/random", blocker)[
+            :1 if blocker == "npz" else None]]
+
+
 def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
     """The same file twice (or a link to it) was refused with 'same file stem ... rename one of them', which cannot
     help; two programs of one stem still are."""

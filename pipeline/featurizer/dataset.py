@@ -220,6 +220,9 @@ def check_out(out: Path, collections: Sequence[Collection], train_from: Path | N
                              for split in LABELLED_SPLITS})
         for split, ours in replaced.items():
             final = out / NPZ_SUBDIR / c.subdir / split
+            blocking = blocking_file(final)     # made or swapped in after the graphs: the staging folder was left
+            if blocking is not None:
+                raise ValueError(f"--out {out}: {blocking} is a file; expected a folder (featurize writes {final})")
             foreign = sorted({p.name for p in final.glob("*.npz")} - ours) if final.is_dir() else []
             if foreign:
                 raise ValueError(f"--out {out}: {final} holds {len(foreign)} graph(s) featurize did not write (e.g. "
