@@ -334,8 +334,11 @@ def check_data_root(cfg: DictConfig) -> None:
 
 
 def check_output_paths(cfg: DictConfig) -> None:
-    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file, before any work."""
-    for key, found in ((key, blocking_file(cfg.paths[key])) for key in STAGE_OUTPUT_PATHS):
+    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file or a loop of symbolic links,
+    before any work."""
+    for key in STAGE_OUTPUT_PATHS:
+        resolved(cfg.paths[key], f"paths.{key}")
+        found = blocking_file(cfg.paths[key])
         if found is not None:
             raise SystemExit(f"error: paths.{key}={cfg.paths[key]}: {found} is a file; expected a folder, or a "
                              f"path where one can be made")
