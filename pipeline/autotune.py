@@ -25,7 +25,7 @@ from omegaconf import DictConfig
 from pipeline import tracking
 from pipeline.config import stage_args
 from pipeline.errors import run_main, shortened
-from pipeline.files import INT64_MAX, write_json
+from pipeline.files import INT64_MAX, given_path, write_json
 from pipeline.hlo.featurize import HloParseError
 from pipeline.tpugraphs.errors import TpuGraphsFormatError
 from pipeline.trained import PredictError
@@ -41,14 +41,14 @@ METRICS_NAME = "autotune.json"
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("programs", nargs="*", type=Path,
+    parser.add_argument("programs", nargs="*", type=given_path,
                         help="PROGRAM.hlo.txt (unoptimised HLO text) [PROGRAM_OPT.hlo.txt (optimised)]")
     parser.add_argument("--builtin", action="store_true",
                         help="stage autotune: every built-in test program, verified (writes metrics/autotune.json)")
     parser.add_argument("--model", choices=MODELS, default=None, help="default: autotune.model")
     parser.add_argument("--budget", type=int, default=None, help="model evaluations (default: autotune.budget)")
     parser.add_argument("--collection", default=None, help="layout model's collection (default: autotune.collection)")
-    parser.add_argument("--out", type=Path, default=None, help="JSON folder (default: autotune.out_dir)")
+    parser.add_argument("--out", type=given_path, default=None, help="JSON folder (default: autotune.out_dir)")
 
 
 def run_stage(cfg: DictConfig) -> dict:

@@ -30,7 +30,7 @@ from pipeline.errors import run_main
 from pipeline.settings_schema import check_overrides, spec_at, validate
 from pipeline.settings_types import BySearch, SettingsError
 
-from pipeline.files import blocking_file, write_text
+from pipeline.files import blocking_file, resolved, write_text
 from pipeline.overrides import split_overrides, value_flags
 
 CONF_DIR = "conf"
@@ -41,13 +41,13 @@ MODEL_OUTPUT_PATHS = ("models_dir", "predictions_dir", "metrics_dir", "plots_dir
 STAGE_OUTPUT_PATHS = ("synthetic_dir", "pruned_dir", *MODEL_OUTPUT_PATHS, "submissions_dir")   # every stage's
 
 
-def stage_output_key(cfg: DictConfig, path: str | os.PathLike) -> str | None:
-    """The `paths.<key>` of STAGE_OUTPUT_PATHS whose folder is `path` or holds it, else None: tools refuse to write
-    there (DVC owns those folders)."""
-    resolved = Path(path).resolve()
+def stage_output_key(cfg: DictConfig, path: str | os.PathLike, name: str = "") -> str | None:
+    """The `paths.<key>` of STAGE_OUTPUT_PATHS whose folder is `path` (given as `name`: `--out`) or holds it, else
+    None: tools refuse to write there (DVC owns those folders)."""
+    where = resolved(path, name)
     for key in STAGE_OUTPUT_PATHS:
-        owned = Path(cfg.paths[key]).resolve()
-        if resolved == owned or owned in resolved.parents:
+        owned = resolved(cfg.paths[key], f"paths.{key}")
+        if where == owned or owned in where.parents:
             return key
     return None
 
@@ -59,8 +59,13 @@ ADHOC_NOTE = ("note: ad-hoc run: overrides given, so conf/ (the selection, conf/
 
 
 def repo_root() -> Path:
-    """The repository root: DVC's DVC_ROOT when set, else the folder above this package."""
-    return Path(os.environ.get("DVC_ROOT") or Path(__file__).resolve().parent.parent)
+    """The repository root: DVC's DVC_ROOT when set (refused in one line when it holds no conf/), else the folder
+    above this package."""
+    root = os.environ.get("DVC_ROOT")
+    if root and not (Path(root) / CONF_DIR).is_dir():
+        raise SettingsError("DVC_ROOT (environment variable)", root,
+                            f"unset or the repository root, a folder holding {CONF_DIR}/ (DVC sets it for a stage)")
+    return Path(root or Path(__file__).resolve().parent.parent)
 
 
 def compose(overrides: Sequence[str] = (), conf_dir: Path | None = None, with_selection: bool = True) -> DictConfig:
@@ -329,8 +334,11 @@ def check_data_root(cfg: DictConfig) -> None:
 
 
 def check_output_paths(cfg: DictConfig) -> None:
-    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file, before any work."""
-    for key, found in ((key, blocking_file(cfg.paths[key])) for key in STAGE_OUTPUT_PATHS):
+    """Exit in one line when a STAGE_OUTPUT_PATHS folder is (or lies under) a file or a loop of symbolic links,
+    before any work."""
+    for key in STAGE_OUTPUT_PATHS:
+        resolved(cfg.paths[key], f"paths.{key}")
+        found = blocking_file(cfg.paths[key])
         if found is not None:
             raise SystemExit(f"error: paths.{key}={cfg.paths[key]}: {found} is a file; expected a folder, or a "
                              f"path where one can be made")

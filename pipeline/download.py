@@ -23,11 +23,12 @@ from tqdm import tqdm
 
 from pipeline.config import stage_args
 from pipeline.errors import PipelineError, run_main
-from pipeline.files import atomic_path
+from pipeline.files import atomic_path, blocking_file, given_path, output_error, resolved
 from pipeline.tpugraphs.dataset import COLLECTIONS
 from pipeline.tpugraphs.schema import KAGGLE_SUBDIR, NPZ_SUBDIR, SPLITS
 
 ARCHIVE_FLAG = "--archive"
+DEST_KEY = "paths.tpugraphs_dir"      # the root unpacked into (data=tpugraphs' default data.root)
 GRAPH_SUFFIX = ".npz"
 COPY_CHUNK_BYTES = 16 << 20          # bytes copied per step while extracting (graph files reach several GB)
 
@@ -141,13 +142,18 @@ def run(dest: Path, competition: str, cli: str, archive: Path | None = None, run
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, dvc_outputs=False,
                            add_flags=lambda parser: parser.add_argument(
-                               ARCHIVE_FLAG, type=Path, default=None,
+                               ARCHIVE_FLAG, type=given_path, default=None,
                                help="unpack this zip (Kaggle's download) instead of fetching it"))
     dest = Path(cfg.paths.tpugraphs_dir)
+    blocking = blocking_file(resolved(dest, DEST_KEY))
+    if blocking is not None:                # atomic_path replaced a file standing at dest with the folder
+        raise SystemExit(f"error: {DEST_KEY} {dest}: {blocking} is a file; expected a folder to unpack into")
     try:
         count = run(dest, cfg.download.competition, cfg.download.cli, args.archive)
     except DownloadError as error:
         raise SystemExit(f"error: {error}") from None
+    except OSError as error:                # making or writing dest (the archive's own errors are DownloadError)
+        raise output_error(DEST_KEY, dest, error) from None
     print(f"unpacked {count} graph files into {dest} (data=tpugraphs' default data.root): "
           f"`python -m pipeline.config data=tpugraphs && dvc repro`")
 

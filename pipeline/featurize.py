@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.errors import run_main
-from pipeline.files import output_error
+from pipeline.files import given_path, output_error
 from pipeline.config import load_cfg, module_prog, stage_output_key
 from pipeline.overrides import split_overrides, value_flags
 from pipeline.featurizer.dataset import featurize
@@ -33,9 +33,9 @@ from pipeline.tpugraphs.schema import NPZ_SUBDIR
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog=module_prog("featurize"), description=__doc__.splitlines()[0])
-    parser.add_argument("programs", nargs="+", type=Path, help="HLO module text files")
-    parser.add_argument("--out", required=True, type=Path, help="dataset root to write (DIR/npz/...)")
-    parser.add_argument("--train-from", type=Path, help="dataset root whose train/valid splits are linked in")
+    parser.add_argument("programs", nargs="+", type=given_path, help="HLO module text files")
+    parser.add_argument("--out", required=True, type=given_path, help="dataset root to write (DIR/npz/...)")
+    parser.add_argument("--train-from", type=given_path, help="dataset root whose train/valid splits are linked in")
     overrides, rest = split_overrides(argv, value_flags(parser))
     args = parser.parse_args(rest)
     cfg = load_cfg(overrides)
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("featurize: the configuration has no `featurize` group; regenerate params.yaml with "
                          "`python -m pipeline.config` (or pass overrides)")
     settings = featurize_settings(cfg)
-    key = stage_output_key(cfg, args.out)
+    key = stage_output_key(cfg, args.out, "--out")
     if key is not None:
         raise SystemExit(f"featurize: --out {args.out}: inside paths.{key} ({cfg.paths[key]}), which DVC stages "
                          f"write; choose a folder elsewhere")

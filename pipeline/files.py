@@ -8,6 +8,7 @@ columns verbatim.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -46,6 +47,29 @@ def _is_non_folder(path: Path) -> bool:
         return path.exists() and not path.is_dir()
     except OSError:
         return False
+
+
+def given(text: str) -> str:
+    """argparse `type` of a path argument: the text as given; an empty one (`--out "$DIR"` with DIR unset) is refused,
+    as the path '' is the current folder (featurize and autotune wrote there, `submit --check ''` ran the stage)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; expected the path of a file or folder")
+    return text
+
+
+def given_path(text: str) -> Path:
+    """`given`, as a Path."""
+    return Path(given(text))
+
+
+def resolved(path: str | os.PathLike, name: str = "") -> Path:
+    """`Path(path).resolve()`, with a loop of symbolic links (a RuntimeError traceback in Python 3.11) as a
+    PipelineError naming `path` (after `name`, a flag such as `--out`, when given)."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError:
+        raise PipelineError(f"{name + ' ' if name else ''}{path}: a loop of symbolic links; expected a path that "
+                            f"leads to a file or folder") from None
 
 
 def output_error(name: str, path: str | os.PathLike, error: OSError) -> PipelineError:

@@ -36,7 +36,7 @@ from omegaconf import DictConfig
 
 from pipeline.config import stage_args, stage_output_key
 from pipeline.errors import run_main
-from pipeline.files import atomic_path, blocking_file, output_error, write_csv
+from pipeline.files import atomic_path, blocking_file, given, output_error, resolved, write_csv
 from pipeline.hlo.lexing import first_statement
 from pipeline.tpugraphs.dataset import COLLECTIONS, GRAPH_SUFFIX, Collection, check_file_name, warn_left_out
 from pipeline.tpugraphs.npz import list_members
@@ -230,13 +230,13 @@ def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str], s
     if out is None:
         tag = next(iter(slugs)) if len(slugs) == 1 else "mixed"
         out = Path(cfg.predict.run_dir) / f"{model}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
-    path = Path(out).resolve()
+    path = resolved(out, "--out")
     if os.path.isdir(path):                 # False, not OSError, where the system cannot look (a name too long)
         raise PredictError(f"--out {out}: a folder; expected the path of the CSV file to write")
     blocking = blocking_file(path, itself=False)
     if blocking is not None:
         raise PredictError(f"--out {out}: {blocking} is a file; expected a folder to hold the CSV")
-    ranked = source.resolve()
+    ranked = resolved(source)
     if path == ranked or (os.path.isdir(source) and ranked in path.parents and path.suffix == GRAPH_SUFFIX):
         raise PredictError(f"--out {out}: the input {path if os.path.isdir(source) else source}; the CSV would "
                            f"replace it, so choose another path")
@@ -248,11 +248,11 @@ def output_path(cfg: DictConfig, out: str | None, model: str, slugs: set[str], s
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="an .npz graph file (official format), a folder of them, or HLO text")
+    parser.add_argument("path", type=given, help="an .npz graph file (official format), a folder of them, or HLO text")
     parser.add_argument("--model", choices=MODELS, default=None, help="default: predict.model")
     parser.add_argument("--collection", default=None, help="the model's collection when the path does not say it")
     parser.add_argument("--top", type=int, default=None, help="configs printed per graph (default: predict.top)")
-    parser.add_argument("--out", default=None, help="the CSV written (default: under predict.run_dir)")
+    parser.add_argument("--out", type=given, default=None, help="the CSV written (default: under predict.run_dir)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

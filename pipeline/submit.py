@@ -7,6 +7,8 @@ then written atomically. On synthetic data the stage also scores the submission 
 """
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -18,7 +20,7 @@ from omegaconf import DictConfig
 from pipeline.scoring import metrics
 from pipeline.config import stage_args
 from pipeline.errors import PipelineError, run_main, shortened
-from pipeline.files import write_csv, write_json
+from pipeline.files import given, write_csv, write_json
 from pipeline.scoring.evaluate import load_truth
 from pipeline.predictions import Predictions, load_predictions, predictions_path
 from pipeline.tpugraphs.dataset import Collection, graph_paths, load_graph, npz_root
@@ -179,8 +181,12 @@ def read_submission(path: str | Path) -> tuple[pd.DataFrame | None, str | None]:
     """(the CSV as strings, None), or (None, the one-line reason it cannot be read).
 
     Rows with more fields than the header are refused: pandas would take the extra leading fields as an index and
-    shift the rest under ID and TopConfigs (a trailing ',' on each row, or an unnamed first column)."""
+    shift the rest under ID and TopConfigs (a trailing ',' on each row, or an unnamed first column). A pipe or a
+    device is refused unread: a named pipe without a writer waited forever, `/dev/zero` filled the memory, and
+    `<(...)` was read empty the second time (`check_notes` reads the file first)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None, f"cannot read {path}: not a regular file (a pipe, device or socket); expected a CSV file"
         table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
         if not isinstance(table.index, pd.RangeIndex):
             return None, (f"cannot read {path}: its first row has {table.index.nlevels + table.shape[1]} fields, the "
@@ -223,7 +229,7 @@ def run(cfg: DictConfig) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args, cfg = stage_args(__doc__.splitlines()[0], argv, collection=False, add_flags=lambda parser: parser.add_argument(
-        "--check", metavar="FILE", help="validate FILE against the configured dataset and exit"))
+        "--check", metavar="FILE", type=given, help="validate FILE against the configured dataset and exit"))
     if args.check:
         for note in check_notes(args.check, cfg):
             print(f"note: {note}", file=sys.stderr)

@@ -70,6 +70,15 @@ def test_stage_writes_seconds_apart_and_a_guard_file_per_collection(tmp_path, mo
         "layout-xla-random"]
 
 
+@pytest.mark.parametrize("argv", [["a.hlo.txt", "--out", ""], [""]])
+def test_an_empty_path_is_refused_not_the_current_folder(tmp_path, monkeypatch, capsys, argv):
+    """`--out "$DIR"` with DIR unset gave '', and the JSON was written into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and "an empty path; expected the path of a file or folder" in capsys.readouterr().err
+
+
 def test_the_command_needs_a_program_or_builtin():
     for argv in ([], ["a.hlo.txt", "--builtin"], ["a", "b", "c"]):
         with pytest.raises(SystemExit, match="give PROGRAM.hlo.txt"):

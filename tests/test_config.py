@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 from pipeline.config import compose, load_cfg, split_overrides, stage_args
@@ -69,3 +70,16 @@ def test_a_flag_value_with_an_equals_sign_stays_the_flag_value():
     args, cfg = stage_args("x", ["/runs/lr=0.1/p.hlo.txt", "--out", "ranks/x=1.csv", "heuristic.chunk_size=7"],
                            collection=False, add_flags=add_flags)
     assert (args.path, args.out, cfg.heuristic.chunk_size) == ("/runs/lr=0.1/p.hlo.txt", "ranks/x=1.csv", 7)
+
+
+def test_a_dvc_root_without_conf_is_one_line_naming_it(tmp_path, monkeypatch):
+    """DVC_ROOT set by hand to a folder without conf/ (or nowhere): `python -m pipeline.config` said '<root>/conf:
+    no such file or folder; expected the output of an earlier stage', an override on any command 'Primary config
+    directory not found.', neither naming DVC_ROOT."""
+    from pipeline.settings_types import SettingsError
+
+    for root in (tmp_path, tmp_path / "nowhere"):
+        monkeypatch.setenv("DVC_ROOT", str(root))
+        with pytest.raises(SettingsError, match=rf"^setting DVC_ROOT \(environment variable\)='{root}': expected unset "
+                                                r"or the repository root, a folder holding conf/"):
+            compose(["data=programs_ci"])

@@ -12,6 +12,7 @@ from conftest import make_layout_arrays, make_tile_arrays
 
 from pipeline.config import repo_root
 from pipeline.download import DownloadError, fetch_archive, run, unpack
+from pipeline.errors import PipelineError
 from pipeline.tpugraphs.dataset import graph_paths, load_graph
 
 LAYOUT = "npz_all/npz/layout/xla/random/train/g1.npz"
@@ -188,3 +189,24 @@ def test_every_credential_form_the_message_names_is_accepted_by_the_pinned_kaggl
     api = KaggleApi()
     api.authenticate()                                    # exits (SystemExit 1) when it finds none
     assert api.config_values.get(api.CONFIG_NAME_USER) == "me"
+
+
+def test_a_root_that_is_a_file_a_link_loop_or_unwritable_is_one_line(good_zip, tmp_path):
+    """paths.tpugraphs_dir on a file replaced that file with the unpacked folder, silently; on a loop of symbolic
+    links it was a NotADirectoryError traceback, where the system refuses writes (/sys) a PermissionError one."""
+    from pipeline.download import main
+
+    held = tmp_path / "mine.csv"
+    held.write_text("kept\n")
+    for dest in (held, held / "x"):
+        with pytest.raises(SystemExit, match=rf"^error: paths.tpugraphs_dir {dest}: {held} is a file; expected a "
+                                             r"folder to unpack into$"):
+            main(["--archive", str(good_zip), f"paths.tpugraphs_dir={dest}"])
+    assert held.read_text() == "kept\n"
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    with pytest.raises(PipelineError, match=r"^paths.tpugraphs_dir .*loop1: a loop of symbolic links"):
+        main(["--archive", str(good_zip), f"paths.tpugraphs_dir={tmp_path / 'loop1'}"])
+    with pytest.raises(PipelineError, match=r"^paths.tpugraphs_dir /sys/tg: cannot write there \("):
+        main(["--archive", str(good_zip), "paths.tpugraphs_dir=/sys/tg"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([good_zip.name, "loop1", "loop2", "mine.csv"])

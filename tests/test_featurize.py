@@ -236,6 +236,66 @@ def test_a_device_an_undecodable_program_and_an_unwritable_out_are_one_line(prog
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.hlo.txt"]
 
 
+def test_a_pipe_no_program_writes_is_refused_and_one_written_is_read(programs, tmp_path, monkeypatch):
+    """A named pipe (mkfifo) with no writer: the read waited for one forever (featurize, autotune, predict's HLO
+    text). It is one line after featurize.FIFO_WAIT_S; a pipe a program writes is read as before."""
+    import os
+    import threading
+
+    from pipeline.hlo import featurize as hlo_featurize
+
+    monkeypatch.setattr(hlo_featurize, "FIFO_WAIT_S", 0.2)
+    fifo = tmp_path / "p.hlo.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(SystemExit, match=rf"^featurize: {fifo}: cannot read HLO text \(a pipe no program wrote to "
+                                         r"in 0.2 s\); expected a file, or a pipe a program writes$"):
+        main([str(fifo), "--out", str(tmp_path / "a"), *FAST])
+    writer = threading.Thread(target=lambda: fifo.write_bytes(programs[0].read_bytes()))
+    writer.start()
+    assert hlo_featurize.read_hlo_text(fifo) == programs[0].read_text()
+    writer.join()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.hlo.txt"]
+
+
+def test_a_loop_of_symbolic_links_is_one_line(programs, tmp_path):
+    """--out or --train-from on a loop of symbolic links was a RuntimeError traceback (Path.resolve)."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    loop = tmp_path / "loop1"
+    with pytest.raises(ValueError, match=rf"^--out {loop}: a loop of symbolic links; expected a path that leads to "
+                                         r"a file or folder$"):
+        main([str(programs[0]), "--out", str(loop), *FAST])
+    with pytest.raises(SystemExit, match=rf"^featurize: --train-from {loop}: a loop of symbolic links"):
+        main([str(programs[0]), "--out", str(tmp_path / "a"), "--train-from", str(loop), *FAST])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop1", "loop2"]
+
+
+@pytest.mark.parametrize("flag", ["--out", "--train-from", "program"])
+def test_an_empty_path_is_refused_not_the_current_folder(programs, tmp_path, monkeypatch, flag):
+    """`--out "$DIR"` with DIR unset gave '', the current folder: featurize wrote npz/ and featurize.json there."""
+    monkeypatch.chdir(tmp_path)
+    argv = {"--out": [str(programs[0]), "--out", ""], "--train-from": [str(programs[0]), "--out", "a", "--train-from", ""],
+            "program": ["", "--out", "a"]}[flag]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, *FAST])
+    assert stop.value.code == 2 and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("blocker", ["npz", "npz/layout/xla/random/test"])
+def test_a_file_where_a_test_folder_goes_is_refused_up_front(programs, tmp_path, blocker):
+    """A file at DIR/npz was an error after the graphs were written, with DIR/.featurize-staging/ left behind; a file
+    at a test folder's path was replaced by the folder, silently."""
+    out = tmp_path / "out"
+    (out / blocker).parent.mkdir(parents=True, exist_ok=True)
+    (out / blocker).write_text("mine\n")
+    with pytest.raises(SystemExit, match=rf"^featurize: --out {out}: {out / blocker} is a file; expected a folder "
+                                         r"\(featurize writes "):
+        main([str(programs[0]), "--out", str(out), *FAST])
+    assert (out / blocker).read_text() == "mine\n" and sorted(out.rglob("*")) == [
+        out / p for p in ("npz", "npz/layout", "npz/layout/xla", "npz/layout/xla/random", blocker)[
+            :1 if blocker == "npz" else None]]
+
+
 def test_a_program_given_twice_is_named_as_such(programs, tmp_path):
     """The same file twice (or a link to it) was refused with 'same file stem ... rename one of them', which cannot
     help; two programs of one stem still are."""

@@ -216,6 +216,32 @@ def test_an_out_or_input_the_system_cannot_write_or_read_is_one_line(setup, tmp_
     assert written(tmp_path) == []
 
 
+def test_a_loop_of_symbolic_links_as_input_or_out_is_one_line(setup, tmp_path):
+    """An input or --out on a loop of symbolic links was a RuntimeError traceback (Path.resolve)."""
+    overrides, graph, base = setup
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    loop = tmp_path / "loop1"
+    assert error_line(run_entry("pipeline.predict", graph, "--model", "heuristic", "--collection", SLUG, "--out",
+                                loop, *overrides)) == (f"error: --out {loop}: a loop of symbolic links; expected a "
+                                                       f"path that leads to a file or folder")
+    assert error_line(run_entry("pipeline.predict", loop, "--model", "heuristic", "--collection", SLUG, "--out",
+                                tmp_path / "r.csv", *overrides)) == (f"error: {loop}: a loop of symbolic links; "
+                                                                     f"expected a path that leads to a file or folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop1", "loop2"]
+
+
+def test_an_empty_path_is_refused_not_the_current_folder(setup, tmp_path):
+    """An input of '' (`"$FILE"` with FILE unset) was the current folder: every file under it was ranked; an --out
+    of '' was refused as 'a folder'."""
+    overrides, graph, base = setup
+    for args in (["", "--out", tmp_path / "r.csv"], [graph, "--out", ""]):
+        done = run_entry("pipeline.predict", *args, "--model", "heuristic", "--collection", SLUG, *overrides)
+        assert done.returncode == 2 and done.stderr.splitlines()[-1].endswith(
+            ": an empty path; expected the path of a file or folder"), done.stderr[-2000:]
+    assert written(tmp_path) == []
+
+
 def test_models_trained_on_other_pruned_data_are_named(setup):
     """prune re-run on other data (another data.root, an ad-hoc run) while the models were not: the pruned graphs
     carry another number of normalised node_feat columns than the models were trained on. A GNN member ended in a

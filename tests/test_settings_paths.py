@@ -79,3 +79,20 @@ def test_an_output_folder_that_is_a_file_stops_a_stage_before_any_work(tmp_path,
     monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
     with pytest.raises(SystemExit, match=rf"^error: paths.{key}="):
         config.main([f"paths.{key}={afile}"])
+
+
+def test_an_output_folder_on_a_loop_of_symbolic_links_is_refused_before_any_work(tmp_path, monkeypatch):
+    """paths.* on a loop of symbolic links: `python -m pipeline.config` kept it in the selection and params.yaml,
+    a stage then failed later; refused like a file there, naming the key."""
+    from pipeline import config, selection
+    from pipeline.config import stage_args
+
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    loop = tmp_path / "loop1"
+    with pytest.raises(PipelineError, match=rf"^paths.models_dir {loop}: a loop of symbolic links"):
+        stage_args("d", [f"paths.models_dir={loop}"], collection=False)
+    monkeypatch.setattr(selection, "keep_selection", lambda *a: pytest.fail("wrote the selection"))
+    monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
+    with pytest.raises(PipelineError, match=rf"^paths.synthetic_dir {loop}: a loop of symbolic links"):
+        config.main([f"paths.synthetic_dir={loop}"])

@@ -101,3 +101,33 @@ def test_rows_with_more_fields_than_the_header_are_refused(tmp_path, body, field
     csv.write_text("ID,TopConfigs\n" + body)
     assert read_submission(csv) == (None, f"cannot read {csv}: its first row has {fields} fields, the header "
                                           f"['ID', 'TopConfigs'] 2 (an extra column, or a trailing ',' on each row)")
+
+
+def test_check_refuses_a_pipe_or_device_unread(tmp_path):
+    """--check on a named pipe without a writer waited forever, on `/dev/zero` filled the memory, on `<(...)` read
+    it empty the second time (its notes read the file first); each is refused unread, one line naming it."""
+    import os
+    import threading
+
+    fifo = tmp_path / "s.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("ID,TopConfigs\n"), daemon=True)
+    writer.start()
+    for path in (fifo, "/dev/null"):
+        assert read_submission(path) == (None, f"cannot read {path}: not a regular file (a pipe, device or socket); "
+                                               f"expected a CSV file")
+    fifo.read_text()                            # the writer's end: it finishes
+    writer.join()
+
+
+def test_check_of_an_empty_path_is_refused_not_the_stage(monkeypatch, capsys):
+    """`--check "$FILE"` with FILE unset gave '', which the command took as no --check: it ran the stage, writing
+    submissions/<name>.csv and metrics/submit.json over DVC's outputs. Now argparse's one line naming the flag."""
+    import pipeline.submit as submit
+
+    monkeypatch.setattr(submit, "run", lambda cfg: pytest.fail("the stage ran"))
+    with pytest.raises(SystemExit) as stop:
+        submit.main(["--check", ""])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "error: argument --check: an empty path; expected the path of a file or folder")

@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.errors import shortened
-from pipeline.files import blocking_file, read_json, remove, write_json
+from pipeline.files import blocking_file, read_json, remove, resolved, write_json
 from pipeline.featurizer.tile_configs import TileSearch, tile_configs
 from pipeline.hlo.featurize import (HloModule, LayoutProgram, SearchParams, layout_configs, layout_program,
                                     parse_module, read_hlo_text, tile_programs, why_no_layout_node,
@@ -220,6 +220,9 @@ def check_out(out: Path, collections: Sequence[Collection], train_from: Path | N
                              for split in LABELLED_SPLITS})
         for split, ours in replaced.items():
             final = out / NPZ_SUBDIR / c.subdir / split
+            blocking = blocking_file(final)     # made or swapped in after the graphs: the staging folder was left
+            if blocking is not None:
+                raise ValueError(f"--out {out}: {blocking} is a file; expected a folder (featurize writes {final})")
             foreign = sorted({p.name for p in final.glob("*.npz")} - ours) if final.is_dir() else []
             if foreign:
                 raise ValueError(f"--out {out}: {final} holds {len(foreign)} graph(s) featurize did not write (e.g. "
@@ -236,7 +239,7 @@ def featurize(paths: Sequence[Path], out: Path, s: FeaturizeSettings, train_from
               progress: bool = True) -> Featurized:
     """Write every program's test files under out/npz (see the module docstring). Nothing is written, and `out`
     is left as it was, when no program gives a graph."""
-    if train_from is not None and out.resolve() == Path(train_from).resolve():
+    if train_from is not None and resolved(out, "--out") == resolved(train_from, "--train-from"):
         raise ValueError(f"--out {out} is the --train-from root: its test split would be replaced; write elsewhere")
     check_out(out, s.collections, train_from)
     programs = read_programs([Path(p) for p in paths])

@@ -16,6 +16,8 @@ Layout graphs are most faithful from unoptimised text (`.lower(...).as_text(dial
 """
 from __future__ import annotations
 
+import os
+import select
 import stat
 import sys
 from dataclasses import dataclass
@@ -65,6 +67,24 @@ class TileProgram:
     edge_index: np.ndarray       # [edges, 2] int64
 
 
+FIFO_WAIT_S = 30.0      # how long a named pipe may stay without a writer (or data) before it is refused
+
+
+def _read_fifo(path: Path) -> bytes:
+    """The bytes of a pipe (`mkfifo`, `<(...)`): opened without blocking, then refused when no program writes to it
+    within FIFO_WAIT_S (a plain open waited for a writer forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not select.select([fd], [], [], FIFO_WAIT_S)[0]:
+            raise PipelineError(f"{path}: cannot read HLO text (a pipe no program wrote to in {FIFO_WAIT_S:g} s); "
+                                f"expected a file, or a pipe a program writes")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as pipe:
+            return pipe.read()
+    finally:
+        os.close(fd)
+
+
 def read_hlo_text(path: Path) -> str:
     """The UTF-8 text of an HLO file (a pipe, `<(...)`, too); PipelineError naming the file when it cannot be read,
     is a device (`/dev/zero` and `/dev/urandom` never end: reading one would not stop before the memory ran out) or
@@ -73,7 +93,7 @@ def read_hlo_text(path: Path) -> str:
         mode = Path(path).stat().st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             raise PipelineError(f"{path}: cannot read HLO text (a device, not a file)")
-        data = Path(path).read_bytes()
+        data = _read_fifo(path) if stat.S_ISFIFO(mode) else Path(path).read_bytes()
     except OSError as err:
         raise PipelineError(f"{path}: cannot read HLO text ({err.strerror or err})") from None
     try:

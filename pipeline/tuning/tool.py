@@ -69,11 +69,10 @@ def program_key(program) -> str:
 def output_dir(cfg: DictConfig, out: Path | None) -> Path:
     """--out or autotune.out_dir; refused inside a folder the DVC stages write, or where a file stands."""
     folder = Path(out) if out is not None else Path(cfg.autotune.out_dir)
-    blocking = blocking_file(folder)
+    blocking, name = blocking_file(folder), "--out" if out is not None else "autotune.out_dir"
     if blocking is not None:
-        name = "--out" if out is not None else "autotune.out_dir"
         raise PredictError(f"{name} {folder}: {blocking} is a file; expected a folder for <program>.json")
-    key = stage_output_key(cfg, folder)
+    key = stage_output_key(cfg, folder, name)
     if key is not None:
         raise PredictError(f"--out {folder}: inside paths.{key} ({cfg.paths[key]}), which DVC stages write")
     return folder
