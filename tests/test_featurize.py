@@ -241,6 +241,7 @@ def test_a_pipe_no_program_writes_is_refused_and_one_written_is_read(programs, t
     text). It is one line after featurize.FIFO_WAIT_S; a pipe a program writes is read as before."""
     import os
     import threading
+    import time
 
     from pipeline.hlo import featurize as hlo_featurize
 
@@ -251,6 +252,15 @@ def test_a_pipe_no_program_writes_is_refused_and_one_written_is_read(programs, t
                                          r"in 0.2 s\); expected a file, or a pipe a program writes$"):
         main([str(fifo), "--out", str(tmp_path / "a"), *FAST])
     writer = threading.Thread(target=lambda: fifo.write_bytes(programs[0].read_bytes()))
+    writer.start()
+    assert hlo_featurize.read_hlo_text(fifo) == programs[0].read_text()
+    writer.join()
+
+    def slow_writer():                  # holds the pipe, writes after FIFO_WAIT_S (a program lowering a large model)
+        with fifo.open("wb") as pipe:
+            time.sleep(0.6)
+            pipe.write(programs[0].read_bytes())
+    writer = threading.Thread(target=slow_writer)
     writer.start()
     assert hlo_featurize.read_hlo_text(fifo) == programs[0].read_text()
     writer.join()

@@ -17,9 +17,9 @@ Layout graphs are most faithful from unoptimised text (`.lower(...).as_text(dial
 from __future__ import annotations
 
 import os
-import select
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,20 +67,32 @@ class TileProgram:
     edge_index: np.ndarray       # [edges, 2] int64
 
 
-FIFO_WAIT_S = 30.0      # how long a named pipe may stay without a writer (or data) before it is refused
+FIFO_WAIT_S = 30.0      # how long a named pipe may stay without a writer before it is refused
+FIFO_POLL_S = 0.1       # how often an unconnected pipe is looked at again meanwhile
 
 
 def _read_fifo(path: Path) -> bytes:
-    """The bytes of a pipe (`mkfifo`, `<(...)`): opened without blocking, then refused when no program writes to it
-    within FIFO_WAIT_S (a plain open waited for a writer forever)."""
+    """The bytes of a pipe (`mkfifo`, `<(...)`): opened without blocking; once a program holds its other end, read
+    to the end however long that program takes; refused when none does within FIFO_WAIT_S (a plain open waited for
+    a writer forever)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if not select.select([fd], [], [], FIFO_WAIT_S)[0]:
-            raise PipelineError(f"{path}: cannot read HLO text (a pipe no program wrote to in {FIFO_WAIT_S:g} s); "
-                                f"expected a file, or a pipe a program writes")
+        waited = 0.0
+        while True:
+            try:
+                first = os.read(fd, 1 << 16)
+            except BlockingIOError:              # a writer holds the pipe, nothing written yet
+                first = None
+            if first != b"":                     # data, or a live writer: read to its end
+                break
+            if waited >= FIFO_WAIT_S:            # end of file: no writer (yet, or any more)
+                raise PipelineError(f"{path}: cannot read HLO text (a pipe no program wrote to in {FIFO_WAIT_S:g} "
+                                    f"s); expected a file, or a pipe a program writes")
+            time.sleep(FIFO_POLL_S)
+            waited += FIFO_POLL_S
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as pipe:
-            return pipe.read()
+            return (first or b"") + pipe.read()
     finally:
         os.close(fd)
 
