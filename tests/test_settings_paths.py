@@ -64,10 +64,20 @@ def test_synthesize_replaces_its_own_dataset_or_an_empty_folder(tmp_path):
         synthesize.check_replaceable(out)
 
 
+def refused_before_writing(monkeypatch, override: str, error: type, match: str) -> None:
+    """`python -m pipeline.config <override>` raises `error` matching `match` without writing the selection or
+    params.yaml."""
+    from pipeline import config, selection
+
+    monkeypatch.setattr(selection, "keep_selection", lambda *a: pytest.fail("wrote the selection"))
+    monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
+    with pytest.raises(error, match=match):
+        config.main([override])
+
+
 @pytest.mark.parametrize("key", ["predictions_dir", "metrics_dir", "models_dir"])
 def test_an_output_folder_that_is_a_file_stops_a_stage_before_any_work(tmp_path, monkeypatch, key):
     """stage heuristic wrote its predictions, then died on a NotADirectoryError traceback making its metrics."""
-    from pipeline import config, selection
     from pipeline.config import stage_args
 
     afile = tmp_path / "afile"
@@ -75,16 +85,12 @@ def test_an_output_folder_that_is_a_file_stops_a_stage_before_any_work(tmp_path,
     for value in (afile, afile / "sub"):
         with pytest.raises(SystemExit, match=rf"^error: paths.{key}={value}: {afile} is a file; expected a folder"):
             stage_args("d", [f"paths.{key}={value}"], collection=False)
-    monkeypatch.setattr(selection, "keep_selection", lambda *a: pytest.fail("wrote the selection"))
-    monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
-    with pytest.raises(SystemExit, match=rf"^error: paths.{key}="):
-        config.main([f"paths.{key}={afile}"])
+    refused_before_writing(monkeypatch, f"paths.{key}={afile}", SystemExit, rf"^error: paths.{key}=")
 
 
 def test_an_output_folder_on_a_loop_of_symbolic_links_is_refused_before_any_work(tmp_path, monkeypatch):
     """paths.* on a loop of symbolic links: `python -m pipeline.config` kept it in the selection and params.yaml,
     a stage then failed later; refused like a file there, naming the key."""
-    from pipeline import config, selection
     from pipeline.config import stage_args
 
     (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
@@ -92,7 +98,5 @@ def test_an_output_folder_on_a_loop_of_symbolic_links_is_refused_before_any_work
     loop = tmp_path / "loop1"
     with pytest.raises(PipelineError, match=rf"^paths.models_dir {loop}: a loop of symbolic links"):
         stage_args("d", [f"paths.models_dir={loop}"], collection=False)
-    monkeypatch.setattr(selection, "keep_selection", lambda *a: pytest.fail("wrote the selection"))
-    monkeypatch.setattr(config, "write_params", lambda *a: pytest.fail("wrote params.yaml"))
-    with pytest.raises(PipelineError, match=rf"^paths.synthetic_dir {loop}: a loop of symbolic links"):
-        config.main([f"paths.synthetic_dir={loop}"])
+    refused_before_writing(monkeypatch, f"paths.synthetic_dir={loop}", PipelineError,
+                           rf"^paths.synthetic_dir {loop}: a loop of symbolic links")
