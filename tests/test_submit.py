@@ -131,3 +131,56 @@ def test_check_of_an_empty_path_is_refused_not_the_stage(monkeypatch, capsys):
     assert stop.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(
         "error: argument --check: an empty path; expected the path of a file or folder")
+
+
+@pytest.mark.parametrize("rows, problem", [
+    ([("tile:xla:aa", "6;5;4;3;2;1")] + valid_rows()[1:], "tile:xla:aa: has 6 indices; a tile row needs the top 5"),
+    (valid_rows()[:2] + [("layout:nlp:default:cc", "3;x;0;2")],                                         # one bad part
+     "layout:nlp:default:cc: not a ';'-separated list of non-negative integers: '3;x;0;2'"),
+])
+def test_a_tile_row_longer_than_the_top_k_or_a_row_with_one_bad_index_is_named(rows, problem):
+    assert validate_submission(table(rows), EXPECTED, 5) == [problem]
+
+
+def test_columns_in_the_other_order_are_a_wrong_header():
+    swapped = pd.DataFrame([(c, i) for i, c in valid_rows()], columns=["TopConfigs", "ID"])
+    assert validate_submission(swapped, EXPECTED, 5) == [
+        "header is ['TopConfigs', 'ID']; expected ['ID', 'TopConfigs']"]
+
+
+def test_a_submission_with_a_single_problem_is_never_written(tmp_path):
+    """The refusal is for one problem too, not only for several."""
+    path = tmp_path / "sub.csv"
+    rows = [("tile:xla:aa", "0;1;1;3;4")] + valid_rows()[1:]                 # one repeated index, nothing else
+    with pytest.raises(SubmissionError, match=r"1 problem\(s\):\n  tile:xla:aa: repeats a config index"):
+        write_submission(table(rows), path, EXPECTED, 5)
+    assert not path.exists()
+
+
+def test_indices_may_have_spaces_around_them():
+    """parse_indices strips each part (as int() does): '3; 1;0 ;2' is the permutation 3, 1, 0, 2."""
+    rows = valid_rows()[:2] + [("layout:nlp:default:cc", "3; 1;0 ;2")]
+    assert validate_submission(table(rows), EXPECTED, 5) == []
+
+
+def test_row_ids_keep_the_graph_ids_case():
+    preds = Predictions()
+    preds["Bert.4x4"] = [0.2, 0.1]
+    assert build_rows(TILE, preds, 5).values.tolist() == [["tile:xla:Bert.4x4", "1;0"]]
+
+
+def test_an_empty_value_is_read_as_text_not_nan(tmp_path):
+    csv = tmp_path / "sub.csv"
+    csv.write_text("ID,TopConfigs\ntile:xla:aa,\nNA,0\n")
+    read, _ = read_submission(csv)
+    assert read.values.tolist() == [["tile:xla:aa", ""], ["NA", "0"]]
+
+
+def test_official_counts_are_noted_above_as_well_as_below():
+    from pipeline.submit import official_count_notes
+
+    layout = Collection.parse("layout:xla:random")          # 8 graphs in the official test set
+    rows = table([(f"layout:xla:random:g{i}", "0") for i in range(9)])
+    assert official_count_notes(rows, [layout]) == [
+        "layout:xla:random: 9 rows; the official test set has 8 graphs (894 rows in all)"]
+    assert official_count_notes(table([(f"layout:xla:random:g{i}", "0") for i in range(8)]), [layout]) == []

@@ -186,3 +186,43 @@ def test_tolerance_gives_near_ties_to_the_preferred_member():
     # a tolerance without a preference changes nothing
     weights, _ = choose_weights("layout", [best, near], truth, 0.5, "minmax", tolerance=0.1)
     np.testing.assert_allclose(weights, [1.0, 0.0])
+
+
+def test_best_candidate_ties_within_tolerance_inclusive_and_within_tie_and_keeps_the_first():
+    from pipeline.ensembling.blend import TIE, best_candidate
+
+    grid = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    # tolerance 0.5 from the best 1.0: 0.5 is exactly on the floor, still tied; prefer member 1 -> row 1
+    assert best_candidate(grid[:2], np.array([1.0, 0.5]), np.zeros(2), tolerance=0.5, prefer=1) == 1
+    # scores 1e-14 apart (closer than TIE) are equal: the even row 2 wins over row 0's better-by-1e-14 score
+    assert best_candidate(grid[[0, 2]], np.array([0.5 + TIE / 100, 0.5]), np.zeros(2)) == 1
+    assert best_candidate(grid[[2, 0]], np.array([0.5, 0.5 + TIE / 100]), np.zeros(2)) == 0    # in either order
+    # rows 0 and 1 tie on every key (score, order, sum of squares 1): the first on the grid wins
+    assert best_candidate(grid[:2], np.array([0.5, 0.5]), np.zeros(2)) == 0
+
+
+def test_gain_skips_a_split_the_ensemble_has_no_score_for():
+    from pipeline.ensembling.blend import gain_over_best_member
+
+    members = {"valid": {"gnn": 0.6, "lgbm": 0.5}, "test": {"gnn": 0.4, "lgbm": 0.3}}
+    assert gain_over_best_member(members, {"valid": 0.75}) == {"best_member": "gnn",
+                                                               "gain": {"valid": pytest.approx(0.15)}}
+
+
+def test_weights_without_a_recorded_fingerprint_are_refused_when_one_is_asked(tmp_path):
+    from pipeline.ensembling.blend import read_weights
+
+    path = tmp_path / "layout-xla-random.json"
+    path.write_text('{"weights": {"gnn": 1.0}}')
+    assert read_weights(path) == {"gnn": 1.0}                     # no fingerprint asked: read
+    with pytest.raises(ValueError, match=r"weights chosen on unrecorded data \(no key 'data_fingerprint'\)"):
+        read_weights(path, "programs:ab")
+
+
+def test_order_score_is_the_mean_tau_over_graphs():
+    from pipeline.ensembling.blend import order_score
+
+    preds = Predictions()
+    preds["a"], preds["b"], preds["c"] = [1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 2.0, 3.0]
+    truth = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0]), "c": np.array([1.0, 3.0, 2.0])}
+    assert order_score(preds, truth) == pytest.approx(1 / 9)     # taus 1, -1, 1/3: mean 1/9 (median 1/3)

@@ -109,3 +109,51 @@ def test_scoring_does_not_import_scipy_stats():
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_kendall_tau_all_tied_runtimes_or_a_nan_runtime_is_zero():
+    """Tied runtimes (not only tied scores) leave tau undefined: 0, not -1 or NaN; a NaN runtime (not only a NaN
+    score) scores 0 too. Kills dropping `y_ties == pairs` and dropping the NaN check of the runtimes."""
+    assert metrics.kendall_tau([1.0, 2.0, 3.0], [5.0, 5.0, 5.0]) == 0.0
+    # without the NaN check, np.unique ranks NaN last: [1, NaN, 3] would read as [0, 2, 1] -> tau 1/3
+    assert metrics.kendall_tau([1.0, 2.0, 3.0], [1.0, np.nan, 3.0]) == 0.0
+
+
+def test_scores_and_runtimes_of_different_or_zero_length_are_refused():
+    """A short prediction must not score: slowdown_at_k would otherwise index the first runtimes only (scores
+    [0.1, 0.2] pick runtime 3 of [3, 2, 1] -> slowdown 2.0), and an empty graph would score tau 0."""
+    with pytest.raises(ValueError, match="same non-empty length"):
+        metrics.slowdown_at_k([0.1, 0.2], [3.0, 2.0, 1.0], 1)
+    with pytest.raises(ValueError, match="same non-empty length"):
+        metrics.kendall_tau([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="same non-empty length"):
+        metrics.kendall_tau([], [])
+
+
+def test_top_k_ties_break_by_index_beyond_the_small_sort():
+    """numpy's quicksort is an insertion sort below 16 elements (stable by luck): 40 tied scores need the stable
+    sort to keep indices 0..4 first."""
+    scores = np.zeros(40)
+    scores[[7, 30]] = -1.0
+    assert metrics.top_k_indices(scores, 5).tolist() == [7, 30, 0, 1, 2]
+
+
+def test_graph_score_tile_is_the_top_5_score_and_layout_the_tau():
+    # runtimes [6..1] ranked by arange: the top 5 predicted hold runtimes 6, 5, 4, 3, 2 -> 1 - (2 - 1) / 1 = 0.0
+    # (top 1 would give 1 - (6 - 1) / 1 = -4.0, top 6 would give 1.0)
+    runtimes = np.array([6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    assert metrics.graph_score("tile", np.arange(6), runtimes) == pytest.approx(0.0)
+    assert metrics.graph_score("layout", [1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)   # (2 - 1) / 3 pairs
+    with pytest.raises(ValueError, match="kind"):
+        metrics.graph_score("layouts", [1, 2], [1, 2])
+
+
+def test_score_predictions_and_kaggle_score_are_means_not_medians():
+    preds = Predictions()
+    preds["a"], preds["b"], preds["c"] = [1, 2, 3], [3, 2, 1], [1, 2, 3]
+    truth = {"a": np.array([1.0, 2.0, 3.0]), "b": np.array([1.0, 2.0, 3.0]), "c": np.array([1.0, 3.0, 2.0])}
+    # taus 1, -1 and (2 concordant - 1 discordant) / 3 = 1/3: mean 1/9 (the median would be 1/3)
+    assert metrics.score_predictions("layout", preds, truth)["score"] == pytest.approx(1 / 9)
+    # (0.0 + 0.1 + 0.8) / 3 = 0.3 (the median would be 0.1)
+    assert metrics.kaggle_score({"tile:xla": 0.0, "layout:xla:random": 0.1, "layout:nlp:default": 0.8}) \
+        == pytest.approx(0.3)

@@ -194,6 +194,27 @@ def mutated(path, change) -> None:
                                             "rank] counts; found 5"),
     (lambda t: t.update(max_gain="x"), "key 'max_gain': expected null or a finite number >= 0; found 'x'"),
     (lambda t: t.update(models=[]), "key 'models': expected an object of each model's guard; found []"),
+    # each below was read as valid before its check: a bool or negative count, no bin at all, a negative margin of
+    # a bin (it keeps picks predicted slower), bins of other lengths, no weights or a negative one, a text
+    # correlation, a negative max_gain, a block kind of 2 numbers, a negative count of configs
+    (lambda t: t.update(max_changed=True), "key 'max_changed': expected null or a count; found True"),
+    (lambda t: t.update(min_nodes=-1), "key 'min_nodes': expected null or a count; found -1"),
+    (lambda t: t["models"]["gnn"].update(margin_by_distance={"upto": [], "margin": []}),
+     "key 'models.gnn.margin_by_distance': expected null or an object whose 'upto' lists the bins' block counts"),
+    (lambda t: t["models"]["gnn"]["margin_by_distance"].update(margin=[0.05, -0.1]),
+     "key 'models.gnn.margin_by_distance.margin': expected 2 finite margins >= 0 (one per bin); found [0.05, -0.1]"),
+    (lambda t: t["models"]["gnn"]["margin_by_distance"].update(margin=[0.05, 0.1, 0.2]),
+     "key 'models.gnn.margin_by_distance.margin': expected 2 finite margins"),
+    (lambda t: t["models"]["gnn"]["margin_by_distance"].update(shrink=[0.5]), "shrink': expected 2 slopes within "
+                                                                               "0..1 (one per bin); found [0.5]"),
+    (lambda t: t["models"]["gnn"].update(weights={}), "key 'models.gnn.weights': expected an object of the members' "
+                                                      "weights (finite numbers >= 0); found {}"),
+    (lambda t: t["models"]["gnn"].update(weights={"gnn": -1.0}), "key 'models.gnn.weights': expected"),
+    (lambda t: t["calibrations"]["gnn"].update(correlation="x"), "key 'calibrations.gnn': expected"),
+    (lambda t: t["calibrations"]["gnn"].update(configs=-1), "key 'calibrations.gnn': expected"),
+    (lambda t: t.update(max_gain=-0.1), "key 'max_gain': expected null or a finite number >= 0; found -0.1"),
+    (lambda t: t.update(measured_blocks=[[26, 0]]), "key 'measured_blocks': expected null or a list of [opcode, "
+                                                    "block, rank] counts; found [[26, 0]]"),
 ])
 def test_a_guard_file_of_an_older_format_or_edited_by_hand_is_named(tmp_path, change, words):
     """Each was a KeyError, TypeError or AttributeError traceback in the tool, or used silently (a NaN or negative
@@ -233,6 +254,9 @@ def test_the_tool_refuses_a_missing_or_stale_guard_file_in_one_line(tmp_path):
     assert read_guard(tmp_path, "layout-xla-random", "gnn", "programs_ci:def")["margin"] == 0.1
     with pytest.raises(PredictError, match="no guard for model 'lgbm'"):
         read_guard(tmp_path, "layout-xla-random", "lgbm", "programs_ci:def")
+    mutated(path, lambda t: t["models"]["gnn"].pop("margin"))         # an entry without a margin: no guard either
+    with pytest.raises(PredictError, match="no guard for model 'gnn'"):                   # (was a KeyError)
+        read_guard(tmp_path, "layout-xla-random", "gnn", "programs_ci:def")
 
 
 def test_distance_evidence_of_tied_errors_has_no_spearman_and_no_nan(recwarn):
@@ -255,3 +279,20 @@ def test_distance_evidence_by_hand_and_its_spearman_as_scipy():
         errors, distances = rng.normal(size=200), rng.integers(0, 30, 200)
         expected = float(spearmanr(np.abs(errors), distances)[0])
         assert distance_evidence(errors, distances)["spearman_abs_error_distance"] == expected
+
+
+def test_distance_evidence_splits_near_and_far_at_the_median_and_needs_4_pairs():
+    # distances [1, 2, 2, 3]: median 2; near = distances <= 2 -> errors [0.1, 0.2, 0.3], far = [0.4]
+    # q95 of [0.1, 0.2, 0.3] (linear): 0.2 + 0.9 * 0.1 = 0.29
+    evidence = distance_evidence(np.array([0.1, 0.2, 0.3, 0.4]), np.array([1, 2, 2, 3]))
+    assert evidence["median_distance"] == 2.0
+    assert evidence["error_q95_near"] == pytest.approx(0.29) and evidence["error_q95_far"] == pytest.approx(0.4)
+    assert distance_evidence(np.array([0.1, 0.2, 0.3]), np.array([1, 2, 3])) is None      # 3 pairs: too few
+
+
+def test_the_rule_keeps_a_gain_of_exactly_max_gain_and_asks_it_of_the_calibrated_prediction():
+    assert Guard(margin=0.0, max_gain=0.5).keeps(-0.5) and not Guard(margin=0.0, max_gain=0.5).keeps(-0.5625)
+    # shrink 0.5 at distance 1: -0.15 is calibrated to -0.075, within max_gain 0.1: kept, ranked -0.075 (not +inf)
+    rule = Guard(margin=0.0, max_gain=0.1, by_distance=((1,), (0.0,)), shrink=(0.5,))
+    assert rule.keeps(-0.15, 1) and rule.ranked(-0.15, 1) == pytest.approx(-0.075)
+    assert rule.calibrated(-0.12, 0) == -0.12                    # the default itself (0 blocks) is never scaled

@@ -165,3 +165,25 @@ def test_a_tensor_of_size_1_dims_only_has_one_layout():
     searched = {tuple(kb) for kb in space.search_blocks().tolist()}
     assert (dot, 0) not in searched and (ones, 0) not in searched and (ones, 1) not in searched
     assert (wide, 0) in searched and (wide, 1) in searched
+
+
+def test_a_one_layout_block_stays_unsearched_when_kinds_freeze_nothing():
+    space = space_of(UNIT_DIMS)
+    every_kind = [kind for row in space.kinds for kind in row if kind is not None]
+    narrow = space.only_kinds(every_kind)                              # every kind measured: frozen all False
+    assert not narrow.frozen.any()
+    assert narrow.search_blocks().tolist() == space.search_blocks().tolist() == [[1, 0], [1, 1]]   # reshape.4 only
+
+
+def test_a_layout_of_too_few_dims_is_refused():
+    space = space_of(RESHAPES)                                          # rank-4 blocks
+    with pytest.raises(SpaceError, match=r"x.json: reshape.2.output: expected 4 dims, got \[1, 0\]"):
+        space.from_layouts([{"computation": "main.9", "instruction": "reshape.2", "output": [1, 0]}], "x.json")
+
+
+def test_random_candidates_honour_the_default_probability():
+    space = space_of(RESHAPES)                                          # 8 searched blocks of 25 choices
+    rng = np.random.default_rng(0)
+    assert (space.random(50, 1.0, rng) == 0).all()                    # always the default
+    k, b = space.search_blocks().T                                    # the kernels (1 choice) are left out
+    assert (space.random(50, 0.0, rng)[:, k, b] >= 1).all()           # never: a permutation, choice 1..24
