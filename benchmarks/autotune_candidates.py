@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import load_cfg, split_overrides
-from pipeline.tpugraphs.schema import LAYOUT_BLOCKS, MAX_DIMS
 from pipeline.seeds import graph_rng
 from pipeline.settings.sections import layout_cost
 from pipeline.tpugraphs.dataset import Collection
@@ -31,6 +30,7 @@ from pipeline.tuning.chain import guarded_pick
 from pipeline.tuning.program import template_graph
 from pipeline.tuning.report import share_of_gain
 from pipeline.tuning.scorers import load_guide
+from pipeline.tuning.search import changed_blocks
 from pipeline.tuning.verify import AutotuneSettings, builtin_case, builtin_test_programs
 
 RESULTS = Path(__file__).parent / "results" / "autotune_candidates"
@@ -47,16 +47,9 @@ def recording(scorer, seen: dict):
     return score
 
 
-def blocks_changed(feat: np.ndarray) -> np.ndarray:
-    """Changed blocks of each encoded candidate [B, NC, 18]: blocks not all -1 (the search scores canonical rows,
-    where a block at its default is all -1)."""
-    per_block = feat.reshape(len(feat), feat.shape[1], len(LAYOUT_BLOCKS), MAX_DIMS)  # [B, NC, 3, 6]
-    return np.count_nonzero((per_block != -1).any(axis=-1), axis=(1, 2))
-
-
-def row_of(cfg, s: AutotuneSettings, program, case, c: Collection, work: Path, ks: list[int]) -> dict:
+def row_of(cfg, s: AutotuneSettings, case, c: Collection, guide, work: Path, ks: list[int]) -> dict:
     """One program x collection: the stage's guarded pick and the best of each k-list, timed, as shares."""
-    guide = load_guide(cfg, s.model, c)
+    program = case.program
     template = template_graph(cfg, program, c, work)
     rule = guide.rule.for_program(len(template.node_opcode), s.guard.small_program_scale)
     space = case.space.only_kinds(rule.measured_blocks).freeze_beside(s.guard.beside_unmeasured)
@@ -68,7 +61,7 @@ def row_of(cfg, s: AutotuneSettings, program, case, c: Collection, work: Path, k
     t_pick = float(case.truth.runtime_ns(space.encode(found.candidate[None]))[0])
     feats = np.stack([f for f, _ in seen.values()])                           # [scored, NC, 18]
     scores = np.array([v for _, v in seen.values()])
-    changed = blocks_changed(feats)
+    changed = np.array([changed_blocks(candidate) for candidate in space.decode(feats)])
     ranks = {"ranked": np.array([rule.ranked(x, int(n)) for x, n in zip(scores, changed)]),
              "predicted": np.array([rule.calibrated(x, int(n)) for x, n in zip(scores, changed)])}
     inside = np.isfinite(ranks["ranked"]) & (changed > 0)
@@ -88,12 +81,13 @@ def row_of(cfg, s: AutotuneSettings, program, case, c: Collection, work: Path, k
 def measure(cfg, s: AutotuneSettings, ks: list[int]) -> list[dict]:
     params = layout_cost(cfg.synthesize.layout_cost)
     collections = [c for c in (Collection.parse(x) for x in cfg.data.collections) if c.kind == "layout"]
+    guides = {c.slug: load_guide(cfg, s.model, c) for c in collections}           # each loaded once
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-candidates-") as work:
         for zoo_program in builtin_test_programs(cfg):
             case = builtin_case(zoo_program, params, s)
             for c in (c for c in collections if c.source == zoo_program.source):
-                rows.append(row_of(cfg, s, case.program, case, c, Path(work), ks))
+                rows.append(row_of(cfg, s, case, c, guides[c.slug], Path(work), ks))
                 print(f"{case.program.name[:36]:36s} {c.name:20s} pick {rows[-1]['share_pick']} "
                       f"| ranked k={ks[-1]} {rows[-1][f'share_ranked_{ks[-1]}']} "
                       f"| predicted k={ks[-1]} {rows[-1][f'share_predicted_{ks[-1]}']}", flush=True)

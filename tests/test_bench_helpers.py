@@ -1,13 +1,13 @@
 """Hand-checked helpers of the benchmarks: ties in ranking comparisons and the inference table against the matmul
-bound (bench_gnn), the split copies that stage prune needs (bench_scale), and the changed blocks and scored rows of
-the layout candidates (autotune_candidates)."""
+bound (bench_gnn), the split copies that stage prune needs (bench_scale), and the scored rows that the layout candidates
+benchmark keeps (autotune_candidates)."""
 from __future__ import annotations
 
 import numpy as np
 
 from omegaconf import OmegaConf
 
-from benchmarks.autotune_candidates import blocks_changed, recording
+from benchmarks.autotune_candidates import recording
 from benchmarks.bench_gnn import infer_lines
 from benchmarks.common import swapped_pairs
 from benchmarks.bench_scale import share_with_every_split
@@ -70,14 +70,6 @@ def test_compare_runs_pairs_separate_runs_by_seed(tmp_path):
         load_run(_result(tmp_path, "c", {0: 0.1}) + ":other")
     with pytest.raises(SystemExit, match="share 1 seed"):
         compare([a[:2], load_run(_result(tmp_path, "d", {0: 0.1}))[:2]])
-
-
-def test_blocks_changed_counts_the_blocks_not_left_at_the_default():
-    feat = np.full((3, 2, 18), -1, dtype=np.int8)      # 3 candidates, 2 configurable nodes, 3 blocks of 6 dims each
-    feat[1, 0, 0:2] = [1, 0]                            # candidate 1: node 0's output block: 1 change
-    feat[2, 0, 6:9] = [0, 1, 2]                         # candidate 2: node 0's input block,
-    feat[2, 1, 12] = 0                                  # and node 1's kernel block (one dim set is enough): 2 changes
-    assert blocks_changed(feat).tolist() == [0, 1, 2]
 
 
 def test_recording_keeps_every_scored_row_and_returns_the_scores_unchanged():
